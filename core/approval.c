@@ -1,0 +1,223 @@
+/*
+ * approval.c - whether a command runs.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/approval.h"
+#include "core/core.h"
+
+static const char *const mode_names[] = { "deny", "ask", "approve" };
+static const char *const decision_names[] = { "once", "session", "always", "deny" };
+
+int
+hs_approval_mode_parse(const char *s)
+{
+	for (int i = 0; i < 3; i++)
+		if (s && strcmp(s, mode_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *
+hs_approval_mode_name(int mode)
+{
+	return mode >= 0 && mode < 3 ? mode_names[mode] : "?";
+}
+
+const char *
+hs_decision_name(int d)
+{
+	return d >= 0 && d < 4 ? decision_names[d] : "?";
+}
+
+int
+hs_decision_parse(const char *s)
+{
+	for (int i = 0; i < 4; i++)
+		if (s && strcmp(s, decision_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void
+hs_grants_free(struct hs_grants *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->keys[i]);
+	free(g->keys);
+	g->keys = NULL;
+	g->n = 0;
+}
+
+static char *
+grant_key(const struct hs_finding *f)
+{
+	size_t n = strlen(f->rule_id) + strlen(f->argv_norm) + 2;
+	char *k = malloc(n);
+	if (k)
+		snprintf(k, n, "%s\x1f%s", f->rule_id, f->argv_norm);
+	return k;
+}
+
+static int
+granted(const struct hs_grants *g, const struct hs_finding *f)
+{
+	char *k = grant_key(f);
+	int found = 0;
+	for (size_t i = 0; k && i < g->n && !found; i++)
+		found = strcmp(g->keys[i], k) == 0;
+	free(k);
+	return found;
+}
+
+static void
+grant(struct hs_grants *g, const struct hs_finding *f)
+{
+	char **nk = realloc(g->keys, (g->n + 1) * sizeof(char *));
+	if (!nk)
+		return;
+	g->keys = nk;
+	if ((g->keys[g->n] = grant_key(f)))
+		g->n++;
+}
+
+static void
+rules_text(const struct hs_analysis *a, char *out, size_t len)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < a->n_findings && o < len; i++) {
+		int n = snprintf(out + o, len - o, "%s%s (%s)", i ? ", " : "", a->findings[i].rule_id,
+		                 a->findings[i].description);
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+}
+
+int
+hs_approval_decide(struct hs_core *c, int mode, const char *command, const struct hs_analysis *a,
+                   struct hs_grants *grants, const struct hs_asker *asker, char *why, size_t whylen)
+{
+	char rules[768];
+
+	rules_text(a, rules, sizeof(rules));
+	if (a->verdict == HS_VERDICT_ALLOW)
+		return 1;
+	if (a->verdict == HS_VERDICT_DENY) {
+		snprintf(why, whylen, "denied: %s is never allowed, in any approval mode", rules);
+		return 0;
+	}
+	int all = a->n_findings > 0;
+	for (size_t i = 0; i < a->n_findings && all; i++)
+		all = grants && granted(grants, &a->findings[i]);
+	if (all)
+		return 1;
+	switch (mode) {
+	case HS_APPROVAL_APPROVE:
+		return 1;
+	case HS_APPROVAL_ASK:
+		if (asker) {
+			int d = asker->ask(asker->ctx, command, a);
+			if (d == HS_DECIDE_ONCE || d == HS_DECIDE_ALWAYS)
+				return 1;
+			if (d == HS_DECIDE_SESSION) {
+				for (size_t i = 0; grants && i < a->n_findings; i++)
+					grant(grants, &a->findings[i]);
+				return 1;
+			}
+			snprintf(why, whylen, "denied by the approver: %s", rules);
+			return 0;
+		}
+		snprintf(why, whylen, "denied: %s needs approval and nobody can answer here "
+		         "(run it from a terminal, or with --approval approve to allow it)", rules);
+		return 0;
+	default:
+		snprintf(why, whylen, "denied: %s needs approval and the approval mode is deny "
+		         "(use --approval ask on a terminal, or --approval approve)", rules);
+		return 0;
+	}
+}
+
+/* Print s with every control character and non-ASCII byte escaped, so the
+ * command shown is the command that would run. */
+static void
+print_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < 0x20 || *p == 0x7f || *p >= 0x80)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+}
+
+static int
+tty_ask(void *ctx, const char *command, const struct hs_analysis *a)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return HS_DECIDE_DENY;
+	FILE *f = fdopen(fd, "r+");
+	if (!f) {
+		close(fd);
+		return HS_DECIDE_DENY;
+	}
+	fputs("hs: this command needs approval:\n    ", f);
+	print_escaped(f, command);
+	fputc('\n', f);
+	for (size_t i = 0; i < a->n_findings; i++)
+		fprintf(f, "  %s: %s\n", a->findings[i].rule_id, a->findings[i].description);
+	if (a->opaque)
+		fprintf(f, "  (%s)\n", a->opaque_reason);
+	int d = HS_DECIDE_DENY;
+	for (int tries = 0; tries < 3; tries++) {
+		char line[64];
+		fputs("run it? [o]nce, [s]ession, [a]lways, [d]eny: ", f);
+		fflush(f);
+		if (!fgets(line, sizeof(line), f))
+			break; /* EOF denies */
+		char *p = line;
+		while (isspace((unsigned char)*p))
+			p++;
+		p[strcspn(p, " \t\r\n")] = '\0';
+		if (!strcmp(p, "o") || !strcmp(p, "once"))
+			d = HS_DECIDE_ONCE;
+		else if (!strcmp(p, "s") || !strcmp(p, "session"))
+			d = HS_DECIDE_SESSION;
+		else if (!strcmp(p, "a") || !strcmp(p, "always"))
+			d = HS_DECIDE_ALWAYS;
+		else if (!strcmp(p, "d") || !strcmp(p, "deny") || !*p)
+			d = HS_DECIDE_DENY;
+		else
+			continue;
+		break;
+	}
+	fclose(f);
+	return d;
+}
+
+const struct hs_asker *
+hs_approval_tty(void)
+{
+	static const struct hs_asker tty = { NULL, tty_ask };
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	return &tty;
+}

@@ -1,0 +1,91 @@
+/*
+ * capture.c - bounded head/tail output capture.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/capture.h"
+
+int
+hs_capture_init(struct hs_capture *c, size_t limit)
+{
+	memset(c, 0, sizeof(*c));
+	c->head_max = limit / 2;
+	c->tail_max = limit - c->head_max;
+	c->head = malloc(c->head_max ? c->head_max : 1);
+	c->tail = malloc(c->tail_max ? c->tail_max : 1);
+	if (!c->head || !c->tail) {
+		hs_capture_free(c);
+		return -1;
+	}
+	return 0;
+}
+
+void
+hs_capture_add(struct hs_capture *c, const void *buf, size_t len)
+{
+	const char *p = buf;
+	c->total += len;
+	size_t h = c->head_max - c->head_len;
+	if (h > len)
+		h = len;
+	memcpy(c->head + c->head_len, p, h);
+	c->head_len += h;
+	p += h;
+	len -= h;
+	if (!len || !c->tail_max) {
+		c->dropped += len;
+		return;
+	}
+	/* Whatever falls out of the tail ring is dropped. */
+	if (len >= c->tail_max) {
+		c->dropped += c->tail_len + (len - c->tail_max);
+		memcpy(c->tail, p + len - c->tail_max, c->tail_max);
+		c->tail_len = c->tail_max;
+		c->tail_pos = 0;
+		return;
+	}
+	size_t over = c->tail_len + len > c->tail_max ? c->tail_len + len - c->tail_max : 0;
+	c->dropped += over;
+	c->tail_pos = (c->tail_pos + over) % c->tail_max;
+	c->tail_len -= over;
+	size_t end = (c->tail_pos + c->tail_len) % c->tail_max;
+	size_t first = c->tail_max - end < len ? c->tail_max - end : len;
+	memcpy(c->tail + end, p, first);
+	memcpy(c->tail, p + first, len - first);
+	c->tail_len += len;
+}
+
+void
+hs_capture_gap(struct hs_capture *c, uint64_t n)
+{
+	c->dropped += n;
+	c->total += n;
+}
+
+char *
+hs_capture_join(const struct hs_capture *c, size_t *len)
+{
+	char *out = malloc(c->head_len + c->tail_len + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, c->head, c->head_len);
+	size_t first = c->tail_max - c->tail_pos;
+	if (first > c->tail_len)
+		first = c->tail_len;
+	memcpy(out + c->head_len, c->tail + c->tail_pos, first);
+	memcpy(out + c->head_len + first, c->tail, c->tail_len - first);
+	*len = c->head_len + c->tail_len;
+	out[*len] = '\0';
+	return out;
+}
+
+void
+hs_capture_free(struct hs_capture *c)
+{
+	free(c->head);
+	free(c->tail);
+	c->head = c->tail = NULL;
+}

@@ -1,0 +1,28 @@
+/*
+ * capture.h - bounded output capture: the first head bytes and the last
+ * tail bytes of a stream, and how many were dropped in between.
+ */
+#ifndef HS_CAPTURE_H
+#define HS_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hs_capture {
+	char *head;
+	size_t head_len, head_max;
+	char *tail;            /* ring buffer */
+	size_t tail_len, tail_pos, tail_max;
+	uint64_t total;        /* bytes offered */
+	uint64_t dropped;      /* bytes neither in head nor tail (incl. runner-side drops) */
+};
+
+int hs_capture_init(struct hs_capture *c, size_t limit); /* head = tail = limit/2 */
+void hs_capture_add(struct hs_capture *c, const void *buf, size_t len);
+/* Record a gap the runner already dropped. */
+void hs_capture_gap(struct hs_capture *c, uint64_t n);
+/* The kept bytes, head then tail, in a new buffer (*len set).  NULL on OOM. */
+char *hs_capture_join(const struct hs_capture *c, size_t *len);
+void hs_capture_free(struct hs_capture *c);
+
+#endif /* HS_CAPTURE_H */

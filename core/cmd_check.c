@@ -1,0 +1,182 @@
+/*
+ * cmd_check.c - `hs check` (the safety verdict without running anything)
+ * and `hs mounts` (host-access assessment of mount specs).
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cmds.h"
+#include "core/core.h"
+#include "core/hsconf.h"
+#include "core/json.h"
+#include "core/safety/mounts.h"
+#include "core/safety/safety.h"
+
+static char *
+join_words(int argc, char **argv)
+{
+	size_t len = 1;
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	char *s = malloc(len), *o = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		size_t n = strlen(argv[i]);
+		if (i)
+			*o++ = ' ';
+		memcpy(o, argv[i], n);
+		o += n;
+	}
+	*o = '\0';
+	return s;
+}
+
+int
+hs_cmd_check(struct hs_core *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "context", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum hs_context ctx = HS_CONTEXT_HOST;
+	int json = 0, o;
+	char err[1024];
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+jc:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j': json = 1; break;
+		case 'c':
+			if (strcmp(optarg, "host") == 0)
+				ctx = HS_CONTEXT_HOST;
+			else if (strcmp(optarg, "sandbox") == 0)
+				ctx = HS_CONTEXT_SANDBOX;
+			else {
+				hs_die_msg("--context must be host or sandbox (got '%s')", optarg);
+				return HS_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			printf("usage: hs check [--json] [--context host|sandbox] -- COMMAND\n\n"
+			       "Print the safety verdict for COMMAND without running it: allow, ask (needs\n"
+			       "approval) or deny (never runs).  The words of COMMAND are joined with spaces\n"
+			       "and read as one shell string.  --context sandbox: as if inside a sandbox\n"
+			       "without host access (rules of sandbox scope do not apply); default host.\n\n"
+			       "exit status: 0 allow, 1 ask, 2 deny, 125 error\n");
+			return 0;
+		default:
+			return HS_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		hs_die_msg("check needs a COMMAND (see hs check --help)");
+		return HS_EXIT_USAGE;
+	}
+	char *command = join_words(argc - optind, argv + optind);
+	struct hs_policy *pol = command ? hs_core_policy(c, err, sizeof(err)) : NULL;
+	if (!pol) {
+		hs_die_msg("%s", command ? err : "out of memory");
+		free(command);
+		return HS_EXIT_FAIL;
+	}
+	struct hs_analysis a;
+	hs_analyse(pol, command, ctx, &a);
+	if (json) {
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
+		hs_json_key(g, "rules");
+		yajl_gen_array_open(g);
+		for (size_t i = 0; i < a.n_findings; i++) {
+			yajl_gen_map_open(g);
+			hs_json_kstr(g, "id", a.findings[i].rule_id);
+			hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
+			hs_json_kstr(g, "description", a.findings[i].description);
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+		if (a.opaque)
+			hs_json_kstr(g, "opaque", a.opaque_reason);
+		yajl_gen_map_close(g);
+		hs_json_emit(g, 1);
+	} else {
+		printf("%s\n", hs_verdict_name(a.verdict));
+		for (size_t i = 0; i < a.n_findings; i++)
+			printf("  %s (%s): %s\n", a.findings[i].rule_id,
+			       a.findings[i].hardline ? "hardline" : "dangerous", a.findings[i].description);
+	}
+	free(command);
+	return a.verdict == HS_VERDICT_ALLOW ? 0 : a.verdict == HS_VERDICT_ASK ? 1 : 2;
+}
+
+int
+hs_cmd_mounts(struct hs_core *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, o, any_host = 0, any_bad = 0;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j': json = 1; break;
+		case 'h':
+			printf("usage: hs mounts [--json] SPEC...\n\n"
+			       "Classify docker-syntax mount specs (-v forms and --mount key=value forms) as\n"
+			       "host path, named volume, anonymous volume, tmpfs or invalid, and say whether\n"
+			       "each gives the sandbox access to the host.\n\n"
+			       "exit status: 0 none has host access, 1 some have, 2 some are invalid\n");
+			return 0;
+		default:
+			return HS_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		hs_die_msg("mounts needs at least one SPEC (see hs mounts --help)");
+		return HS_EXIT_USAGE;
+	}
+	const char *ws = NULL;
+	hs_conf_string(c->conf, "workspace", &ws);
+	yajl_gen g = json ? hs_json_new() : NULL;
+	if (g)
+		yajl_gen_array_open(g);
+	for (int i = optind; i < argc; i++) {
+		struct hs_mount m;
+		hs_mount_assess(argv[i], c->paths.home, ws, &m);
+		any_host |= m.host_access && !m.workspace;
+		any_bad |= m.kind == HS_MOUNT_INVALID;
+		if (g) {
+			yajl_gen_map_open(g);
+			hs_json_kstr(g, "spec", argv[i]);
+			hs_json_kstr(g, "kind", hs_mount_kind_name(m.kind));
+			hs_json_kstr(g, "source", m.source[0] ? m.source : NULL);
+			hs_json_kstr(g, "target", m.target[0] ? m.target : NULL);
+			hs_json_kbool(g, "host_access", m.host_access);
+			hs_json_kbool(g, "read_only", m.read_only);
+			if (m.workspace)
+				hs_json_kbool(g, "workspace", 1);
+			if (m.reason[0])
+				hs_json_kstr(g, "reason", m.reason);
+			yajl_gen_map_close(g);
+		} else {
+			printf("%s\t%s%s\t%s -> %s%s%s\n", argv[i], hs_mount_kind_name(m.kind),
+			       m.host_access ? " (host access)" : "", m.source[0] ? m.source : "-",
+			       m.target[0] ? m.target : "-", m.reason[0] ? "\t" : "", m.reason);
+		}
+	}
+	if (g) {
+		yajl_gen_array_close(g);
+		hs_json_emit(g, 1);
+	}
+	return any_bad ? 2 : any_host ? 1 : 0;
+}

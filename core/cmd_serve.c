@@ -1,0 +1,851 @@
+/*
+ * cmd_serve.c - `hs serve`: JSON lines on stdin/stdout.
+ *
+ * The main thread reads requests; each session has a worker thread that
+ * runs its requests in order (foreground commands one at a time), so a
+ * slow command in one session never delays another.  Replies and events
+ * are written whole, one line per write, under one lock, so lines never
+ * interleave.  Malformed input gets an error reply and the server goes on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/approval.h"
+#include "core/capture.h"
+#include "core/cmds.h"
+#include "core/core.h"
+#include "core/env.h"
+#include "core/exec.h"
+#include "core/hsconf.h"
+#include "core/json.h"
+#include "core/session.h"
+
+extern char **environ;
+
+#define SRV_MAX_LINE (16u * 1024u * 1024u)
+#define SRV_APPROVAL_WAIT_S 300
+
+struct srv;
+
+struct req {
+	yajl_val root;
+	yajl_val id;      /* inside root */
+	const char *op;
+	struct req *next;
+};
+
+struct sess {
+	struct srv *srv;
+	char name[65];
+	int mode;              /* approval mode */
+	int persistent;
+	int opened;
+	struct hs_conn cn;
+	struct hs_record rec;
+	int lockfd;
+	struct hs_grants grants;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct req *head, *tail;
+	int closing;
+	/* The running exec, for cancel; and a pending approval. */
+	yajl_val running_id;
+	volatile int cancel;
+	char approval_req[32];
+	int approval_answer;   /* -1 pending */
+	struct sess *next;
+};
+
+struct srv {
+	struct hs_core *c;
+	pthread_mutex_t out_mu;
+	pthread_mutex_t mu;    /* sessions list */
+	struct sess *sessions;
+	unsigned approvals;
+	int eof;
+	struct hs_policy *policy;
+};
+
+/* Write one generated line; the lock keeps lines whole and ordered. */
+static void
+emit(struct srv *s, yajl_gen g)
+{
+	pthread_mutex_lock(&s->out_mu);
+	hs_json_emit(g, 1);
+	pthread_mutex_unlock(&s->out_mu);
+}
+
+static void
+gen_id(yajl_gen g, yajl_val id)
+{
+	hs_json_key(g, "id");
+	if (!id)
+		yajl_gen_null(g);
+	else if (YAJL_IS_STRING(id))
+		hs_json_str(g, YAJL_GET_STRING(id));
+	else if (YAJL_IS_INTEGER(id))
+		yajl_gen_integer(g, YAJL_GET_INTEGER(id));
+	else if (YAJL_IS_NUMBER(id))
+		yajl_gen_number(g, YAJL_GET_NUMBER(id), strlen(YAJL_GET_NUMBER(id)));
+	else
+		yajl_gen_null(g);
+}
+
+static void
+reply_error(struct srv *s, yajl_val id, const char *code, const char *msg)
+{
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	gen_id(g, id);
+	hs_json_kbool(g, "ok", 0);
+	hs_json_key(g, "error");
+	yajl_gen_map_open(g);
+	hs_json_kstr(g, "code", code);
+	hs_json_kstr(g, "message", msg);
+	yajl_gen_map_close(g);
+	yajl_gen_map_close(g);
+	emit(s, g);
+}
+
+static const char *
+get_str(yajl_val root, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val v = yajl_tree_get(root, path, yajl_t_string);
+	return v ? YAJL_GET_STRING(v) : NULL;
+}
+
+static yajl_val
+get_val(yajl_val root, const char *key)
+{
+	const char *path[] = { key, NULL };
+	return yajl_tree_get(root, path, yajl_t_any);
+}
+
+/* --- approval through the client ------------------------------------- */
+
+struct srv_asker_ctx {
+	struct sess *ss;
+	yajl_val id;
+};
+
+static int
+srv_ask(void *ctx, const char *command, const struct hs_analysis *a)
+{
+	struct srv_asker_ctx *ac = ctx;
+	struct sess *ss = ac->ss;
+	struct srv *s = ss->srv;
+
+	pthread_mutex_lock(&ss->mu);
+	if (s->eof) {
+		pthread_mutex_unlock(&ss->mu);
+		return HS_DECIDE_DENY; /* a vanished client denies */
+	}
+	pthread_mutex_lock(&s->mu);
+	snprintf(ss->approval_req, sizeof(ss->approval_req), "a%u", ++s->approvals);
+	pthread_mutex_unlock(&s->mu);
+	ss->approval_answer = -1;
+	pthread_mutex_unlock(&ss->mu);
+
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	gen_id(g, ac->id);
+	hs_json_kstr(g, "event", "approval");
+	hs_json_kstr(g, "request", ss->approval_req);
+	hs_json_kstr(g, "session", ss->name);
+	hs_json_kstr(g, "command", command);
+	hs_json_key(g, "rules");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a->n_findings; i++) {
+		yajl_gen_map_open(g);
+		hs_json_kstr(g, "id", a->findings[i].rule_id);
+		hs_json_kstr(g, "severity", a->findings[i].hardline ? "hardline" : "dangerous");
+		hs_json_kstr(g, "description", a->findings[i].description);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	emit(s, g);
+
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += SRV_APPROVAL_WAIT_S;
+	pthread_mutex_lock(&ss->mu);
+	while (ss->approval_answer < 0 && !s->eof) {
+		if (pthread_cond_timedwait(&ss->cv, &ss->mu, &dl) == ETIMEDOUT)
+			break;
+	}
+	int d = ss->approval_answer < 0 ? HS_DECIDE_DENY : ss->approval_answer;
+	ss->approval_req[0] = '\0';
+	pthread_mutex_unlock(&ss->mu);
+	return d;
+}
+
+/* --- exec --------------------------------------------------------------- */
+
+struct srv_sink {
+	struct sess *ss;
+	yajl_val id;
+	int stream;
+	struct hs_capture cap[3];
+	const char *stdin_data;
+	size_t stdin_len, stdin_off;
+};
+
+static int
+srv_output(void *ctx, int stream, const void *buf, size_t len)
+{
+	struct srv_sink *k = ctx;
+	hs_capture_add(&k->cap[stream], buf, len);
+	if (k->stream) {
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, k->id);
+		hs_json_kstr(g, "event", "output");
+		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
+		hs_json_kbytes(g, "data", buf, len);
+		yajl_gen_map_close(g);
+		emit(k->ss->srv, g);
+	}
+	return 0;
+}
+
+static long
+srv_input(void *ctx, void *buf, size_t len)
+{
+	struct srv_sink *k = ctx;
+	size_t n = k->stdin_len - k->stdin_off;
+	if (n > len)
+		n = len;
+	memcpy(buf, k->stdin_data + k->stdin_off, n);
+	k->stdin_off += n;
+	return (long)n;
+}
+
+static int
+srv_cancelled(void *ctx)
+{
+	struct srv_sink *k = ctx;
+	return k->ss->cancel;
+}
+
+static void
+do_exec(struct sess *ss, struct req *r)
+{
+	struct srv *s = ss->srv;
+	struct hs_core *c = s->c;
+	const char *command = get_str(r->root, "command");
+	char err[1024];
+
+	if (!command) {
+		reply_error(s, r->id, "invalid_request", "exec needs a \"command\" string");
+		return;
+	}
+	if (!ss->opened) {
+		reply_error(s, r->id, "no_session", "the session is not open");
+		return;
+	}
+	yajl_val bg = get_val(r->root, "background");
+	if (bg && YAJL_IS_TRUE(bg)) {
+		reply_error(s, r->id, "unsupported", "background jobs are not available in this build");
+		return;
+	}
+	int mode = ss->mode;
+	const char *am = get_str(r->root, "approval");
+	if (am) {
+		int m = hs_approval_mode_parse(am);
+		if (m < 0) {
+			reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
+			return;
+		}
+		if (m < mode) /* exec may only narrow the session's mode */
+			mode = m;
+	}
+	struct hs_analysis an;
+	hs_analyse(s->policy, command, ss->cn.props.host_access ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX,
+	           &an);
+	struct srv_asker_ctx actx = { ss, r->id };
+	struct hs_asker asker = { &actx, srv_ask };
+	if (!hs_approval_decide(c, mode, command, &an, &ss->grants, &asker, err, sizeof(err))) {
+		reply_error(s, r->id, "denied", err);
+		return;
+	}
+	int64_t timeout = 0, limit = 1 << 20, grace = 2000, max_timeout = 0;
+	hs_conf_int(c->conf, "timeout", &timeout);
+	hs_conf_int(c->conf, "max_timeout", &max_timeout);
+	hs_conf_int(c->conf, "output_limit", &limit);
+	hs_conf_int(c->conf, "kill_grace_ms", &grace);
+	yajl_val tv = get_val(r->root, "timeout");
+	if (tv && YAJL_IS_NUMBER(tv))
+		timeout = (int64_t)YAJL_GET_DOUBLE(tv);
+	if (max_timeout > 0 && (timeout <= 0 || timeout > max_timeout))
+		timeout = max_timeout;
+
+	const char *sets[64];
+	size_t n_sets = 0;
+	yajl_val ev = get_val(r->root, "env");
+	if (ev && YAJL_IS_OBJECT(ev)) {
+		static char kv[64][1024];
+		for (size_t i = 0; i < ev->u.object.len && n_sets < 64; i++) {
+			yajl_val v = ev->u.object.values[i];
+			if (!YAJL_IS_STRING(v))
+				continue;
+			snprintf(kv[n_sets], sizeof(kv[n_sets]), "%s=%s", ev->u.object.keys[i],
+			         YAJL_GET_STRING(v));
+			sets[n_sets] = kv[n_sets];
+			n_sets++;
+		}
+	}
+	struct hs_envlist env;
+	const char *const *pass = NULL;
+	size_t n_pass = 0;
+	const char *bad = NULL;
+	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
+	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, &bad) < 0) {
+		reply_error(s, r->id, "invalid_request", "env: invalid variable name");
+		return;
+	}
+	struct srv_sink k = { .ss = ss, .id = r->id };
+	yajl_val sv = get_val(r->root, "stream");
+	k.stream = sv && YAJL_IS_TRUE(sv);
+	for (int i = 1; i <= 2; i++)
+		hs_capture_init(&k.cap[i], (size_t)limit);
+	k.stdin_data = get_str(r->root, "stdin");
+	k.stdin_len = k.stdin_data ? strlen(k.stdin_data) : 0;
+	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct hs_sink_ops sink = {
+		.ctx = &k, .output = srv_output, .input = srv_input,
+		.input_fd = k.stdin_data ? nullfd : -1, .cancelled = srv_cancelled, .cancel_fd = -1,
+	};
+	struct hs_exec_opts eo = {
+		.command = command,
+		.cwd = get_str(r->root, "cwd"),
+		.envp = env.v,
+		.deadline_ms = timeout * 1000,
+		.grace_ms = grace,
+		.head_bytes = (uint64_t)limit / 2,
+		.tail_bytes = (uint64_t)limit / 2,
+		.stdin_pipe = k.stdin_data != NULL,
+		.keep_state = 1,
+	};
+	struct hs_exec_out res;
+	pthread_mutex_lock(&ss->mu);
+	ss->cancel = 0;
+	ss->running_id = r->id;
+	pthread_mutex_unlock(&ss->mu);
+	int rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
+	pthread_mutex_lock(&ss->mu);
+	ss->running_id = NULL;
+	pthread_mutex_unlock(&ss->mu);
+	if (nullfd >= 0)
+		close(nullfd);
+	hs_env_free(&env);
+	if (rc < 0) {
+		reply_error(s, r->id, "backend_error", err);
+	} else {
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		hs_json_kint(g, "exit_code", res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code);
+		int trunc = 0;
+		for (int i = 1; i <= 2; i++) {
+			size_t n;
+			hs_capture_gap(&k.cap[i], res.dropped[i]);
+			char *b = hs_capture_join(&k.cap[i], &n);
+			hs_json_kbytes(g, i == 1 ? "stdout" : "stderr", b ? b : "", b ? n : 0);
+			free(b);
+			trunc |= k.cap[i].dropped > 0;
+		}
+		hs_json_kbool(g, "timed_out", res.timed_out);
+		hs_json_kbool(g, "cancelled", res.cancelled);
+		hs_json_kbool(g, "truncated", trunc);
+		hs_json_kint(g, "stdout_dropped", (long long)k.cap[1].dropped);
+		hs_json_kint(g, "stderr_dropped", (long long)k.cap[2].dropped);
+		hs_json_kint(g, "duration_ms", res.duration_ms);
+		yajl_gen_map_close(g);
+		emit(s, g);
+	}
+	for (int i = 1; i <= 2; i++)
+		hs_capture_free(&k.cap[i]);
+}
+
+static void
+do_open(struct sess *ss, struct req *r)
+{
+	struct srv *s = ss->srv;
+	char err[1024];
+	struct hs_env_spec spec = { .struct_size = sizeof(spec) };
+	const char *mounts[32];
+	size_t nm = 0;
+
+	spec.image = get_str(r->root, "image");
+	spec.network = get_str(r->root, "network");
+	yajl_val mv = get_val(r->root, "mounts");
+	if (mv && YAJL_IS_ARRAY(mv))
+		for (size_t i = 0; i < mv->u.array.len && nm < 32; i++)
+			if (YAJL_IS_STRING(mv->u.array.values[i]))
+				mounts[nm++] = YAJL_GET_STRING(mv->u.array.values[i]);
+	spec.mounts = mounts;
+	spec.n_mounts = (uint32_t)nm;
+	struct hs_session_req sr = { .name = ss->name, .backend = get_str(r->root, "backend"),
+	                             .spec = &spec, .persistent = ss->persistent };
+	ss->lockfd = hs_session_begin(s->c, &sr, &ss->cn, &ss->rec, err, sizeof(err));
+	if (ss->lockfd == -1) {
+		reply_error(s, r->id, "open_failed", err);
+		return;
+	}
+	ss->opened = 1;
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	gen_id(g, r->id);
+	hs_json_kbool(g, "ok", 1);
+	hs_json_kstr(g, "session", ss->name);
+	hs_json_kstr(g, "backend", ss->cn.be->plugin.name);
+	hs_json_kbool(g, "host_access", ss->cn.props.host_access);
+	hs_json_kstr(g, "isolation", ss->cn.props.isolation);
+	hs_json_kstr(g, "approval", hs_approval_mode_name(ss->mode));
+	yajl_gen_map_close(g);
+	emit(s, g);
+}
+
+static void
+do_close(struct sess *ss, struct req *r, int keep)
+{
+	if (ss->opened)
+		hs_session_end(ss->srv->c, &ss->cn, &ss->rec, ss->lockfd, 0);
+	if (ss->opened && !keep) {
+		/* Not persistent: tear the environment down and forget the record. */
+		char e[256];
+		struct hs_backend *be = hs_core_backend(ss->srv->c, ss->rec.backend, e, sizeof(e));
+		if (be) {
+			struct hs_env_spec spec = { .struct_size = sizeof(spec), .session = ss->name,
+			                            .env_name = ss->rec.env_name };
+			struct hs_env_props props;
+			void *env = NULL;
+			char pe[HS_ERR_MAX] = "";
+			memset(&props, 0, sizeof(props));
+			if (be->plugin.desc.open(be->state, &spec, &env, &props, pe) == HS_OK)
+				be->plugin.desc.close(env, 0, pe);
+		}
+		hs_record_remove(ss->srv->c, ss->name);
+	}
+	ss->opened = 0;
+	if (r) {
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		hs_json_kstr(g, "session", ss->name);
+		hs_json_kbool(g, "kept", keep);
+		yajl_gen_map_close(g);
+		emit(ss->srv, g);
+	}
+}
+
+static void
+do_file(struct sess *ss, struct req *r, int put)
+{
+	struct srv *s = ss->srv;
+	const char *path = get_str(r->root, "path");
+	char err[1024];
+
+	if (!path || path[0] != '/') {
+		reply_error(s, r->id, "invalid_request", "an absolute \"path\" is required");
+		return;
+	}
+	if (!ss->opened) {
+		reply_error(s, r->id, "no_session", "the session is not open");
+		return;
+	}
+	if (put) {
+		const char *data = get_str(r->root, "data");
+		const char *b64 = get_str(r->root, "data_b64");
+		unsigned char *buf = NULL;
+		long len;
+		if (b64) {
+			buf = malloc(strlen(b64) + 1);
+			len = buf ? hs_base64_decode(b64, strlen(b64), buf) : -1;
+			if (len < 0) {
+				free(buf);
+				reply_error(s, r->id, "invalid_request", "data_b64 is not valid base64");
+				return;
+			}
+		} else if (data) {
+			len = (long)strlen(data);
+		} else {
+			reply_error(s, r->id, "invalid_request", "put_file needs \"data\" or \"data_b64\"");
+			return;
+		}
+		yajl_val mv = get_val(r->root, "mode");
+		uint32_t mode = mv && YAJL_IS_INTEGER(mv) ? (uint32_t)YAJL_GET_INTEGER(mv) & 07777 : 0644;
+		int rc = hs_conn_put(&ss->cn, path, mode, buf ? (void *)buf : (void *)data, (size_t)len,
+		                     err, sizeof(err));
+		free(buf);
+		if (rc < 0) {
+			reply_error(s, r->id, "file_error", err);
+			return;
+		}
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		hs_json_kint(g, "size", len);
+		yajl_gen_map_close(g);
+		emit(s, g);
+		return;
+	}
+	void *buf = NULL;
+	size_t len = 0;
+	if (hs_conn_get(&ss->cn, path, 64u << 20, &buf, &len, err, sizeof(err)) < 0) {
+		reply_error(s, r->id, "file_error", err);
+		return;
+	}
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	gen_id(g, r->id);
+	hs_json_kbool(g, "ok", 1);
+	hs_json_kint(g, "size", (long long)len);
+	hs_json_kbytes(g, "data", buf, len);
+	yajl_gen_map_close(g);
+	emit(s, g);
+	free(buf);
+}
+
+static void *
+worker(void *arg)
+{
+	struct sess *ss = arg;
+	for (;;) {
+		pthread_mutex_lock(&ss->mu);
+		while (!ss->head && !ss->closing)
+			pthread_cond_wait(&ss->cv, &ss->mu);
+		struct req *r = ss->head;
+		if (r) {
+			ss->head = r->next;
+			if (!ss->head)
+				ss->tail = NULL;
+		}
+		int closing = ss->closing;
+		pthread_mutex_unlock(&ss->mu);
+		if (!r) {
+			if (closing) {
+				do_close(ss, NULL, ss->persistent);
+				break;
+			}
+			continue;
+		}
+		if (!strcmp(r->op, "open"))
+			do_open(ss, r);
+		else if (!strcmp(r->op, "exec"))
+			do_exec(ss, r);
+		else if (!strcmp(r->op, "put_file"))
+			do_file(ss, r, 1);
+		else if (!strcmp(r->op, "get_file"))
+			do_file(ss, r, 0);
+		else if (!strcmp(r->op, "close")) {
+			do_close(ss, r, 0);
+			yajl_tree_free(r->root);
+			free(r);
+			pthread_mutex_lock(&ss->mu);
+			ss->closing = 2; /* closed: the main thread may forget us */
+			pthread_mutex_unlock(&ss->mu);
+			break;
+		}
+		yajl_tree_free(r->root);
+		free(r);
+	}
+	return NULL;
+}
+
+static struct sess *
+find_session(struct srv *s, const char *name)
+{
+	struct sess *ss;
+	pthread_mutex_lock(&s->mu);
+	for (ss = s->sessions; ss; ss = ss->next)
+		if (!strcmp(ss->name, name) && ss->closing != 2)
+			break;
+	pthread_mutex_unlock(&s->mu);
+	return ss;
+}
+
+static void
+enqueue(struct sess *ss, struct req *r)
+{
+	pthread_mutex_lock(&ss->mu);
+	if (ss->tail)
+		ss->tail->next = r;
+	else
+		ss->head = r;
+	ss->tail = r;
+	pthread_cond_signal(&ss->cv);
+	pthread_mutex_unlock(&ss->mu);
+}
+
+static void
+handle(struct srv *s, struct req *r)
+{
+	const char *op = r->op;
+	const char *name = get_str(r->root, "session");
+	char err[1024];
+
+	if (!strcmp(op, "hello")) {
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		hs_json_kstr(g, "server", "hs " PACKAGE_VERSION);
+		hs_json_kint(g, "protocol", 1);
+		yajl_gen_map_close(g);
+		emit(s, g);
+	} else if (!strcmp(op, "open")) {
+		if (!name || !hs_session_name_valid(name)) {
+			reply_error(s, r->id, "invalid_request", "open needs a valid \"session\" name");
+			goto done;
+		}
+		if (find_session(s, name)) {
+			reply_error(s, r->id, "session_exists", "the session is already open here");
+			goto done;
+		}
+		const char *am = get_str(r->root, "approval");
+		int mode = hs_approval_mode_parse(am ? am : "ask");
+		if (mode < 0) {
+			reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
+			goto done;
+		}
+		/* A locked admin mode is a ceiling the client cannot loosen. */
+		const char *conf_mode = NULL;
+		if (hs_conf_locked(s->c->conf, "approval") && hs_conf_string(s->c->conf, "approval", &conf_mode) == 0) {
+			int cm = hs_approval_mode_parse(conf_mode);
+			if (cm >= 0 && mode > cm)
+				mode = cm;
+		}
+		struct sess *ss = calloc(1, sizeof(*ss));
+		if (!ss) {
+			reply_error(s, r->id, "internal", "out of memory");
+			goto done;
+		}
+		ss->srv = s;
+		snprintf(ss->name, sizeof(ss->name), "%s", name);
+		ss->mode = mode;
+		yajl_val pv = get_val(r->root, "persistent");
+		ss->persistent = pv && YAJL_IS_TRUE(pv);
+		ss->lockfd = -1;
+		pthread_mutex_init(&ss->mu, NULL);
+		pthread_cond_init(&ss->cv, NULL);
+		enqueue(ss, r);
+		if (pthread_create(&ss->thread, NULL, worker, ss) != 0) {
+			reply_error(s, r->id, "internal", "cannot start a session thread");
+			free(ss);
+			goto done;
+		}
+		pthread_mutex_lock(&s->mu);
+		ss->next = s->sessions;
+		s->sessions = ss;
+		pthread_mutex_unlock(&s->mu);
+		return;
+	} else if (!strcmp(op, "exec") || !strcmp(op, "close") || !strcmp(op, "put_file") ||
+	           !strcmp(op, "get_file")) {
+		struct sess *ss = name ? find_session(s, name) : NULL;
+		if (!ss) {
+			reply_error(s, r->id, "no_session", "no open session of that name (open it first)");
+			goto done;
+		}
+		enqueue(ss, r);
+		return;
+	} else if (!strcmp(op, "cancel")) {
+		struct sess *ss = name ? find_session(s, name) : NULL;
+		if (!ss) {
+			reply_error(s, r->id, "no_session", "cancel needs the \"session\" of the command");
+			goto done;
+		}
+		pthread_mutex_lock(&ss->mu);
+		int running = ss->running_id != NULL;
+		ss->cancel = running;
+		pthread_mutex_unlock(&ss->mu);
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		hs_json_kbool(g, "cancelled", running);
+		yajl_gen_map_close(g);
+		emit(s, g);
+	} else if (!strcmp(op, "approve")) {
+		const char *rq = get_str(r->root, "request");
+		int d = hs_decision_parse(get_str(r->root, "decision"));
+		if (!rq || d < 0) {
+			reply_error(s, r->id, "invalid_request",
+			            "approve needs \"request\" and \"decision\" (once, session, always, deny)");
+			goto done;
+		}
+		struct sess *found = NULL;
+		pthread_mutex_lock(&s->mu);
+		for (struct sess *ss = s->sessions; ss && !found; ss = ss->next) {
+			pthread_mutex_lock(&ss->mu);
+			if (ss->approval_req[0] && !strcmp(ss->approval_req, rq) && ss->approval_answer < 0) {
+				ss->approval_answer = d;
+				pthread_cond_broadcast(&ss->cv);
+				found = ss;
+			}
+			pthread_mutex_unlock(&ss->mu);
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (!found) {
+			reply_error(s, r->id, "no_request", "no pending approval request of that id");
+			goto done;
+		}
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		yajl_gen_map_close(g);
+		emit(s, g);
+	} else if (!strcmp(op, "check")) {
+		const char *command = get_str(r->root, "command");
+		const char *cx = get_str(r->root, "context");
+		if (!command) {
+			reply_error(s, r->id, "invalid_request", "check needs a \"command\" string");
+			goto done;
+		}
+		struct hs_analysis a;
+		hs_analyse(s->policy, command,
+		           cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST, &a);
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
+		hs_json_key(g, "rules");
+		yajl_gen_array_open(g);
+		for (size_t i = 0; i < a.n_findings; i++) {
+			yajl_gen_map_open(g);
+			hs_json_kstr(g, "id", a.findings[i].rule_id);
+			hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
+			hs_json_kstr(g, "description", a.findings[i].description);
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+		emit(s, g);
+	} else if (!strcmp(op, "backends")) {
+		reply_error(s, r->id, "unsupported", "backends over serve is not available in this build; run 'hs backends --json'");
+	} else if (!strcmp(op, "job")) {
+		reply_error(s, r->id, "unsupported", "background jobs are not available in this build");
+	} else {
+		snprintf(err, sizeof(err), "unknown op '%.60s'", op);
+		reply_error(s, r->id, "unknown_op", err);
+	}
+done:
+	yajl_tree_free(r->root);
+	free(r);
+}
+
+/* Read one line of at most SRV_MAX_LINE bytes; longer lines are skipped (*too_long set). */
+static char *
+read_line(FILE *in, int *too_long, size_t *len)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, in);
+	*too_long = 0;
+	if (n < 0) {
+		free(line);
+		return NULL;
+	}
+	if ((size_t)n > SRV_MAX_LINE)
+		*too_long = 1;
+	*len = (size_t)n;
+	return line;
+}
+
+int
+hs_cmd_serve(struct hs_core *c, int argc, char **argv)
+{
+	struct srv s = { .c = c };
+	char err[1024];
+
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: hs serve\n\nSpeak JSON lines on stdin/stdout: see hs(1), THE SERVE PROTOCOL.\n");
+		return 0;
+	}
+	s.policy = hs_core_policy(c, err, sizeof(err));
+	if (!s.policy) {
+		hs_die_msg("%s", err);
+		return HS_EXIT_FAIL;
+	}
+	pthread_mutex_init(&s.out_mu, NULL);
+	pthread_mutex_init(&s.mu, NULL);
+	for (;;) {
+		int too_long;
+		size_t len;
+		char *line = read_line(stdin, &too_long, &len);
+		if (!line)
+			break;
+		if (too_long) {
+			reply_error(&s, NULL, "too_large", "request line longer than 16 MiB");
+			free(line);
+			continue;
+		}
+		char perr[256];
+		if (len == 0 || strspn(line, " \t\r\n") == len) {
+			free(line);
+			continue;
+		}
+		yajl_val root = yajl_tree_parse(line, perr, sizeof(perr));
+		free(line);
+		if (!root || !YAJL_IS_OBJECT(root)) {
+			perr[strcspn(perr, "\n")] = '\0';
+			reply_error(&s, NULL, "parse_error", root ? "a request must be a JSON object" : perr);
+			yajl_tree_free(root);
+			continue;
+		}
+		struct req *r = calloc(1, sizeof(*r));
+		if (!r) {
+			yajl_tree_free(root);
+			reply_error(&s, NULL, "internal", "out of memory");
+			continue;
+		}
+		r->root = root;
+		r->id = get_val(root, "id");
+		if (r->id && !YAJL_IS_STRING(r->id) && !YAJL_IS_NUMBER(r->id))
+			r->id = NULL;
+		r->op = get_str(root, "op");
+		if (!r->op) {
+			reply_error(&s, r->id, "invalid_request", "a request needs an \"op\" string");
+			yajl_tree_free(root);
+			free(r);
+			continue;
+		}
+		handle(&s, r);
+	}
+	/* EOF: deny pending approvals, close non-persistent sessions, keep persistent ones. */
+	pthread_mutex_lock(&s.mu);
+	s.eof = 1;
+	for (struct sess *ss = s.sessions; ss; ss = ss->next) {
+		pthread_mutex_lock(&ss->mu);
+		if (!ss->closing)
+			ss->closing = 1;
+		ss->cancel = ss->running_id != NULL && !ss->persistent;
+		pthread_cond_broadcast(&ss->cv);
+		pthread_mutex_unlock(&ss->mu);
+	}
+	pthread_mutex_unlock(&s.mu);
+	for (struct sess *ss = s.sessions, *next; ss; ss = next) {
+		next = ss->next;
+		pthread_join(ss->thread, NULL);
+		hs_grants_free(&ss->grants);
+		free(ss);
+	}
+	return 0;
+}

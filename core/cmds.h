@@ -1,0 +1,23 @@
+/*
+ * cmds.h - the hs subcommands.
+ */
+#ifndef HS_CMDS_H
+#define HS_CMDS_H
+
+struct hs_core;
+
+/* Exit codes of hs (see hs(1)). */
+#define HS_EXIT_TIMEOUT 124 /* the command timed out */
+#define HS_EXIT_FAIL 125    /* hs or the backend failed; a one-line reason on stderr */
+#define HS_EXIT_USAGE 125   /* bad command line: an hs failure too */
+#define HS_EXIT_DENIED 77   /* denied by approval */
+
+int hs_cmd_backends(struct hs_core *c, int argc, char **argv);
+int hs_cmd_plugin_check(struct hs_core *c, int argc, char **argv);
+int hs_cmd_run(struct hs_core *c, int argc, char **argv);
+int hs_cmd_serve(struct hs_core *c, int argc, char **argv);
+int hs_cmd_check(struct hs_core *c, int argc, char **argv);
+int hs_cmd_mounts(struct hs_core *c, int argc, char **argv);
+int hs_cmd_session(struct hs_core *c, int argc, char **argv);
+
+#endif /* HS_CMDS_H */

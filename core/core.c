@@ -1,0 +1,345 @@
+/*
+ * core.c - the process-wide context: config, paths, backends and the host
+ * table each backend receives.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "core/hsconf.h"
+#include "core/pathsec.h"
+#include "core/safety/mounts.h"
+#include "core/safety/safety.h"
+
+void
+hs_die_msg(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("hs: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+hs_warn(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("hs: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void
+conf_warn(void *ctx, const char *msg)
+{
+	struct hs_core *c = ctx;
+	if (!c->quiet)
+		hs_warn("%s", msg);
+}
+
+int
+hs_core_init(struct hs_core *c, const char *extra_file, char *err, size_t errlen)
+{
+	struct hs_conf_opts o = { 0 };
+	const char *const *dirs = NULL;
+	size_t n = 0;
+	const char *rp = NULL;
+
+	memset(c, 0, sizeof(*c));
+	if (hs_paths_init(&c->paths, err, errlen) < 0)
+		return -1;
+	o.sysconfdir = getenv("HS_SYSCONFDIR_FOR_TESTS") ? getenv("HS_SYSCONFDIR_FOR_TESTS")
+	                                                  : HS_SYSCONFDIR;
+	o.extra_file = extra_file;
+	o.warn = conf_warn;
+	o.warn_ctx = c;
+	if (hs_conf_load(&c->conf, &o, err, errlen) < 0)
+		return -1;
+	hs_conf_strings(c->conf, "plugin_dirs", &dirs, &n);
+	c->n_plugin_dirs = hs_paths_plugin_dirs(&c->paths, dirs, n, c->plugin_dirs, HS_MAX_PLUGIN_DIRS);
+	hs_conf_string(c->conf, "runner_path", &rp);
+	if (hs_paths_runner(&c->paths, rp, c->runner_path, sizeof(c->runner_path), c->runner_err,
+	                    sizeof(c->runner_err)) < 0)
+		c->runner_path[0] = '\0';
+	return 0;
+}
+
+void
+hs_core_free(struct hs_core *c)
+{
+	/* Backends are finalised but never unloaded (see DESIGN: no dlclose). */
+	for (struct hs_backend *b = c->backends, *next; b; b = next) {
+		next = b->next;
+		if (b->initialised && b->plugin.desc.fini)
+			b->plugin.desc.fini(b->state);
+		free(b);
+	}
+	c->backends = NULL;
+	for (size_t i = 0; i < c->n_plugin_dirs; i++)
+		free(c->plugin_dirs[i]);
+	c->n_plugin_dirs = 0;
+	if (c->policy)
+		hs_policy_free(c->policy);
+	c->policy = NULL;
+	hs_conf_free(c->conf);
+	c->conf = NULL;
+}
+
+/* Host callbacks: ctx is the struct hs_backend. */
+
+static void
+host_log(void *ctx, int32_t level, const char *fmt, ...)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	struct hs_backend *b = ctx;
+	va_list ap;
+
+	if (level >= HS_LOG_INFO && !getenv("HS_DEBUG"))
+		return;
+	fprintf(stderr, "hs: %s: %s: ", b->plugin.name, (level >= 0 && level <= 3) ? names[level] : "log");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void
+section_key(const struct hs_backend *b, const char *key, char *out, size_t len)
+{
+	snprintf(out, len, "%s.%s", b->plugin.name, key);
+}
+
+static int32_t
+map_conf(int r)
+{
+	return r == 0 ? HS_OK : r == 1 ? HS_E_NOTFOUND : HS_E_CONFIG;
+}
+
+static int32_t
+host_config_string(void *ctx, const char *key, const char **out)
+{
+	struct hs_backend *b = ctx;
+	char k[256];
+	section_key(b, key, k, sizeof(k));
+	return map_conf(hs_conf_string(b->core->conf, k, out));
+}
+
+static int32_t
+host_config_int(void *ctx, const char *key, int64_t *out)
+{
+	struct hs_backend *b = ctx;
+	char k[256];
+	section_key(b, key, k, sizeof(k));
+	return map_conf(hs_conf_int(b->core->conf, k, out));
+}
+
+static int32_t
+host_config_bool(void *ctx, const char *key, int32_t *out)
+{
+	struct hs_backend *b = ctx;
+	char k[256];
+	int v = 0;
+	section_key(b, key, k, sizeof(k));
+	int32_t r = map_conf(hs_conf_bool(b->core->conf, k, &v));
+	if (r == HS_OK)
+		*out = v;
+	return r;
+}
+
+static int32_t
+host_config_strings(void *ctx, const char *key, const char *const **out, uint32_t *n)
+{
+	struct hs_backend *b = ctx;
+	char k[256];
+	size_t nn = 0;
+	section_key(b, key, k, sizeof(k));
+	int32_t r = map_conf(hs_conf_strings(b->core->conf, k, out, &nn));
+	*n = (uint32_t)nn;
+	return r;
+}
+
+static int32_t
+host_assess_mount(void *ctx, const char *spec, struct hs_mount *out, char *err)
+{
+	struct hs_backend *b = ctx;
+	const char *ws = NULL;
+	hs_conf_string(b->core->conf, "workspace", &ws);
+	if (hs_mount_assess(spec, b->core->paths.home, ws, out) < 0 || out->kind == HS_MOUNT_INVALID) {
+		snprintf(err, HS_ERR_MAX, "invalid mount '%s': %s", spec, out->reason);
+		return HS_E_INVALID;
+	}
+	return HS_OK;
+}
+
+/* The session layer installs the real approval round trip; outside a session deny. */
+int32_t (*hs_core_approve_hook)(struct hs_core *c, const char *session, const struct hs_risk *risk,
+                                char *err);
+
+static int32_t
+host_approve(void *ctx, const char *session, const struct hs_risk *risk, char *err)
+{
+	struct hs_backend *b = ctx;
+	if (hs_core_approve_hook)
+		return hs_core_approve_hook(b->core, session, risk, err);
+	snprintf(err, HS_ERR_MAX, "'%s' needs approval and nobody can answer here", risk->rule_id);
+	return HS_E_DENIED;
+}
+
+static int32_t
+host_resolve_credentials(void *ctx, const char *provider, struct hs_credentials *out, char *err)
+{
+	snprintf(err, HS_ERR_MAX, "credential resolution for '%s' is not available in this build",
+	         provider);
+	return HS_E_UNSUPPORTED;
+}
+
+static uint64_t
+host_now_ms(void *ctx)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+const struct hs_host_v1 *
+hs_core_host_for(struct hs_core *c, struct hs_backend *b, const char *name)
+{
+	snprintf(b->plugin.name, sizeof(b->plugin.name), "%s", name);
+	b->core = c;
+	snprintf(b->state_dir, sizeof(b->state_dir), "%s/%s", c->paths.state, name);
+	snprintf(b->cache_dir, sizeof(b->cache_dir), "%s/%s", c->paths.cache, name);
+	snprintf(b->runtime_dir, sizeof(b->runtime_dir), "%s/%s", c->paths.runtime, name);
+	b->host = (struct hs_host_v1){
+		.abi_major = HS_ABI_MAJOR,
+		.abi_minor = HS_ABI_MINOR,
+		.struct_size = sizeof(struct hs_host_v1),
+		.ctx = b,
+		.log = host_log,
+		.config_string = host_config_string,
+		.config_int = host_config_int,
+		.config_bool = host_config_bool,
+		.config_strings = host_config_strings,
+		.assess_mount = host_assess_mount,
+		.approve = host_approve,
+		.resolve_credentials = host_resolve_credentials,
+		.state_dir = b->state_dir,
+		.cache_dir = b->cache_dir,
+		.runtime_dir = b->runtime_dir,
+		.runner_path = c->runner_path[0] ? c->runner_path : NULL,
+		.now_ms = host_now_ms,
+	};
+	return &b->host;
+}
+
+/* Create the per-backend directories (0700, owner checked) before init. */
+static int
+backend_dirs(struct hs_backend *b, char *err, size_t errlen)
+{
+	const char *const d[] = { b->state_dir, b->cache_dir, b->runtime_dir };
+	for (size_t i = 0; i < 3; i++)
+		if (hs_pathsec_private_dir(d[i], err, errlen) < 0)
+			return -1;
+	return 0;
+}
+
+struct hs_backend *
+hs_core_backend(struct hs_core *c, const char *name, char *err, size_t errlen)
+{
+	struct hs_backend *b;
+	char e[HS_ERR_MAX] = "";
+
+	for (b = c->backends; b; b = b->next)
+		if (strcmp(b->plugin.name, name) == 0)
+			return b;
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (strcmp(name, "local") == 0) {
+		b->plugin.builtin = 1;
+		snprintf(b->plugin.path, sizeof(b->plugin.path), "(built-in)");
+		b->plugin.desc = hs_builtin_local;
+	} else {
+		int r = hs_loader_find((const char *const *)c->plugin_dirs, c->n_plugin_dirs, name,
+		                       &b->plugin);
+		if (r == 1) {
+			snprintf(err, errlen, "unknown backend '%s' (no %s.so on the plugin path; see hs backends)",
+			         name, name);
+			goto fail;
+		}
+		if (r < 0) {
+			snprintf(err, errlen, "cannot load backend '%s': %s: %s", name, b->plugin.path,
+			         b->plugin.reason);
+			goto fail;
+		}
+	}
+	hs_core_host_for(c, b, name);
+	if (backend_dirs(b, err, errlen) < 0)
+		goto fail;
+	hs_conf_check_section(c->conf, name, b->plugin.desc.config_keys);
+	if (b->plugin.desc.init) {
+		int32_t st = b->plugin.desc.init(&b->host, &b->state, e);
+		if (st != HS_OK) {
+			snprintf(err, errlen, "backend '%s' failed to start: %s", name,
+			         e[0] ? e : hs_strerror(st));
+			goto fail;
+		}
+	}
+	b->initialised = 1;
+	b->next = c->backends;
+	c->backends = b;
+	return b;
+fail:
+	free(b);
+	return NULL;
+}
+
+struct hs_policy *
+hs_core_policy(struct hs_core *c, char *err, size_t errlen)
+{
+	char shipped[PATH_MAX], admin[PATH_MAX], tree[PATH_MAX];
+	const char *dirs[8];
+	const char *const *extra = NULL;
+	size_t n = 0, n_extra = 0;
+	const char *protect[16];
+	size_t np = 0;
+	char userconf[PATH_MAX], allow[PATH_MAX];
+
+	if (c->policy)
+		return c->policy;
+	snprintf(tree, sizeof(tree), "%s/policy", HS_SRCDIR);
+	snprintf(shipped, sizeof(shipped), "%s/policy", HS_DATADIR);
+	snprintf(admin, sizeof(admin), "%s/policy.d", HS_SYSCONFDIR);
+	dirs[n++] = c->paths.in_build_tree ? tree : shipped;
+	dirs[n++] = admin;
+	hs_conf_strings(c->conf, "policy_dirs", &extra, &n_extra);
+	for (size_t i = 0; i < n_extra && n < 8; i++)
+		dirs[n++] = extra[i];
+
+	snprintf(userconf, sizeof(userconf), "%s", c->paths.config);
+	snprintf(allow, sizeof(allow), "%s/allow.list", c->paths.config);
+	protect[np++] = HS_SYSCONFDIR;
+	protect[np++] = userconf;
+	protect[np++] = allow;
+	protect[np++] = shipped;
+	protect[np++] = HS_PLUGINDIR;
+	for (size_t i = 0; i < c->n_plugin_dirs && np < 16; i++)
+		protect[np++] = c->plugin_dirs[i];
+	struct hs_policy_paths pp = { .protected_paths = protect, .n_protected = np,
+	                              .home = c->paths.home };
+	if (hs_policy_load(&c->policy, dirs, n, &pp, err, errlen) < 0)
+		return NULL;
+	return c->policy;
+}

@@ -1,0 +1,75 @@
+/*
+ * core.h - the process-wide context of one hs invocation.
+ */
+#ifndef HS_CORE_H
+#define HS_CORE_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include <hs/backend.h>
+
+#include "core/loader.h"
+#include "core/paths.h"
+
+struct hs_conf;
+struct hs_policy;
+
+#define HS_MAX_PLUGIN_DIRS 16
+
+/* One backend this process has loaded and initialised. */
+struct hs_backend {
+	struct hs_plugin plugin;      /* descriptor copy and file */
+	struct hs_host_v1 host;       /* the table handed to init() */
+	struct hs_core *core;
+	char state_dir[PATH_MAX];
+	char cache_dir[PATH_MAX];
+	char runtime_dir[PATH_MAX];
+	void *state;                  /* from init() */
+	int initialised;
+	struct hs_backend *next;
+};
+
+struct hs_core {
+	struct hs_paths paths;
+	struct hs_conf *conf;
+	char *plugin_dirs[HS_MAX_PLUGIN_DIRS];
+	size_t n_plugin_dirs;
+	char runner_path[PATH_MAX];   /* empty when none was found */
+	char runner_err[256];
+	struct hs_policy *policy;     /* loaded on first use */
+	struct hs_backend *backends;  /* initialised backends, never unloaded */
+	int quiet;
+};
+
+/* The built-in backend compiled into hs (plugins/local). */
+extern const struct hs_backend_v1 hs_builtin_local;
+
+/*
+ * Read config (extra_file may be NULL), compute paths and plugin dirs.
+ * Returns 0 or -1 with a one-line reason.
+ */
+int hs_core_init(struct hs_core *c, const char *extra_file, char *err, size_t errlen);
+void hs_core_free(struct hs_core *c);
+
+/*
+ * Load (if needed) and initialise backend name: the built-in local backend,
+ * else the first NAME.so on the plugin path.  Returns the backend, or NULL
+ * with a one-line reason naming it.
+ */
+struct hs_backend *hs_core_backend(struct hs_core *c, const char *name, char *err, size_t errlen);
+
+/*
+ * Fill a host table for backend name (used by hs_core_backend and by the
+ * forked checks of `hs backends`).
+ */
+const struct hs_host_v1 *hs_core_host_for(struct hs_core *c, struct hs_backend *b, const char *name);
+
+/* Load the policy (shipped rules, then the admin's policy.d) on first use. */
+struct hs_policy *hs_core_policy(struct hs_core *c, char *err, size_t errlen);
+
+/* Print "hs: MESSAGE" on stderr. */
+void hs_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void hs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* HS_CORE_H */

@@ -1,0 +1,145 @@
+/*
+ * env.c - the command environment, scrubbed of credentials.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/env.h"
+
+/* Names that carry credentials.  Matched on the whole name. */
+static const char *const secret_patterns[] = {
+	"*_API_KEY", "*_APIKEY", "*_TOKEN", "*_TOKEN_*", "*_SECRET", "*_SECRET_*", "*_PASSWORD",
+	"*_PASSWD", "*_CREDENTIALS", "*_PRIVATE_KEY", "*_ACCESS_KEY", "*_ACCESS_KEY_ID",
+	"MODAL_TOKEN_*", "AWS_*", "DAYTONA_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "OPENAI_*",
+	"ANTHROPIC_*", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_*", "SSH_AUTH_SOCK",
+	"DOCKER_AUTH_CONFIG", "NPM_TOKEN", "PYPI_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+};
+
+int
+hs_env_is_secret_name(const char *name, size_t len)
+{
+	char buf[256];
+	if (len >= sizeof(buf))
+		return 1; /* absurdly long names are not passed on */
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	if (strncmp(buf, "HS_", 3) == 0)
+		return 1;
+	for (size_t i = 0; i < sizeof(secret_patterns) / sizeof(secret_patterns[0]); i++)
+		if (fnmatch(secret_patterns[i], buf, 0) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+valid_name(const char *s, size_t len)
+{
+	if (len == 0 || isdigit((unsigned char)s[0]))
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+			return 0;
+	return 1;
+}
+
+static int
+listed(const char *name, size_t len, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strlen(list[i]) == len && memcmp(list[i], name, len) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+push(char ***v, size_t *n, size_t *cap, char *s)
+{
+	if (!s)
+		return -1;
+	if (*n + 2 > *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		char **nv = realloc(*v, nc * sizeof(char *));
+		if (!nv) {
+			free(s);
+			return -1;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = s;
+	(*v)[*n] = NULL;
+	return 0;
+}
+
+int
+hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passthrough,
+             size_t n_pass, const char *const *sets, size_t n_sets, const char **bad)
+{
+	size_t cap = 0, scap = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; base && base[i]; i++) {
+		const char *eq = strchr(base[i], '=');
+		if (!eq)
+			continue;
+		size_t len = (size_t)(eq - base[i]);
+		int hs = len >= 3 && strncmp(base[i], "HS_", 3) == 0;
+		if (hs_env_is_secret_name(base[i], len) &&
+		    (hs || !listed(base[i], len, passthrough, n_pass))) {
+			/* Remember the value so it can be redacted if it shows up anyway. */
+			if (!hs && strlen(eq + 1) >= 6 &&
+			    push(&out->secrets, &out->n_secrets, &scap, strdup(eq + 1)) < 0)
+				goto nomem;
+			continue;
+		}
+		if (push(&out->v, &out->n, &cap, strdup(base[i])) < 0)
+			goto nomem;
+	}
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		if (!eq || !valid_name(sets[i], (size_t)(eq - sets[i]))) {
+			if (bad)
+				*bad = sets[i];
+			hs_env_free(out);
+			return -1;
+		}
+		size_t len = (size_t)(eq - sets[i]) + 1;
+		size_t k;
+		for (k = 0; k < out->n; k++)
+			if (strncmp(out->v[k], sets[i], len) == 0)
+				break;
+		char *copy = strdup(sets[i]);
+		if (!copy)
+			goto nomem;
+		if (k < out->n) {
+			free(out->v[k]);
+			out->v[k] = copy;
+		} else if (push(&out->v, &out->n, &cap, copy) < 0) {
+			goto nomem;
+		}
+	}
+	if (!out->v && push(&out->v, &out->n, &cap, strdup("PATH=/usr/local/bin:/usr/bin:/bin")) < 0)
+		goto nomem;
+	return 0;
+nomem:
+	if (bad)
+		*bad = NULL;
+	hs_env_free(out);
+	return -1;
+}
+
+void
+hs_env_free(struct hs_envlist *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i]);
+	for (size_t i = 0; i < e->n_secrets; i++)
+		free(e->secrets[i]);
+	free(e->v);
+	free(e->secrets);
+	memset(e, 0, sizeof(*e));
+}

@@ -1,0 +1,30 @@
+/*
+ * env.h - the environment a command gets: hs's own, scrubbed of credentials
+ * and of every HS_* variable, plus what the caller sets.
+ */
+#ifndef HS_ENV_H
+#define HS_ENV_H
+
+#include <stddef.h>
+
+struct hs_envlist {
+	char **v;        /* "K=V", NULL-terminated */
+	size_t n;
+	char **secrets;  /* values that were scrubbed (for redaction), NULL-terminated */
+	size_t n_secrets;
+};
+
+/* 1 when a variable of this name is a credential or an HS_* setting. */
+int hs_env_is_secret_name(const char *name, size_t len);
+
+/*
+ * Build the command environment from base (NULL-terminated "K=V"): drop
+ * HS_* always, and credentials unless listed in passthrough; then apply
+ * sets ("K=V" each, later wins).  Returns 0 or -1 (out of memory, or a set
+ * that is not K=V with a valid name: *bad points at it).
+ */
+int hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passthrough,
+                 size_t n_pass, const char *const *sets, size_t n_sets, const char **bad);
+void hs_env_free(struct hs_envlist *e);
+
+#endif /* HS_ENV_H */

@@ -1,0 +1,418 @@
+/*
+ * exec.c - running a session's commands through its runner stream.
+ *
+ * Every command runs as SHELL -c WRAPPER (see shell.h) under the session's
+ * hs-runner.  Output is taken frame by frame: in lossless mode (hs run) the
+ * runner may send at most a window of unconsumed bytes, and the window is
+ * reopened only after the sink took the bytes, so a slow reader throttles the
+ * command and hs's memory stays bounded whatever the command prints.  Every
+ * byte taken is acknowledged, so a re-attached stream resends exactly the
+ * bytes not yet taken: nothing lost, nothing twice.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "core/exec.h"
+#include "core/shell.h"
+#include "runner/client.h"
+
+#define HS_WINDOW (1024u * 1024u)      /* lossless output window */
+#define HS_STATE_MAX (4u * 1024u * 1024u)
+#define HS_REATTACH_TRIES 3
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
+{
+	char e[HS_ERR_MAX] = "";
+	int32_t fd = -1;
+	int32_t st;
+
+	if (cn->rc) {
+		hsr_client_free(cn->rc);
+		cn->rc = NULL;
+	}
+	if (!cn->be->plugin.desc.runner_stream || !cn->props.runner) {
+		snprintf(err, errlen, "backend '%s' cannot host the runner here%s%s", cn->be->plugin.name,
+		         cn->props.runner_reason[0] ? ": " : "", cn->props.runner_reason);
+		return HS_E_UNSUPPORTED;
+	}
+	st = cn->be->plugin.desc.runner_stream(cn->env, &fd, e);
+	if (st != HS_OK) {
+		snprintf(err, errlen, "backend '%s': %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
+		return st;
+	}
+	if (hsr_client_open(fd, &cn->rc, e, sizeof(e)) < 0) {
+		snprintf(err, errlen, "backend '%s': runner handshake failed: %s", cn->be->plugin.name, e);
+		cn->rc = NULL;
+		return HS_E_PROTOCOL;
+	}
+	return HS_OK;
+}
+
+int
+hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec *spec, char *err,
+             size_t errlen)
+{
+	char e[HS_ERR_MAX] = "";
+	int32_t st;
+
+	memset(cn, 0, sizeof(*cn));
+	pthread_mutex_init(&cn->lock, NULL);
+	cn->be = be;
+	st = be->plugin.desc.open(be->state, spec, &cn->env, &cn->props, e);
+	if (st != HS_OK) {
+		snprintf(err, errlen, "backend '%s' cannot open '%s': %s", be->plugin.name,
+		         spec->session ? spec->session : "", e[0] ? e : hs_strerror(st));
+		/* close() must be safe after a failed open; give it the chance to clean up. */
+		be->plugin.desc.close(cn->env, 0, e);
+		cn->env = NULL;
+		return st;
+	}
+	if (!cn->props.shell[0])
+		snprintf(cn->props.shell, sizeof(cn->props.shell), "/bin/sh");
+	snprintf(cn->snapshot, sizeof(cn->snapshot), "%s/shell.snap",
+	         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp");
+	st = hs_conn_stream(cn, err, errlen);
+	if (st != HS_OK) {
+		be->plugin.desc.close(cn->env, HS_CLOSE_KEEP, e);
+		cn->env = NULL;
+		return st;
+	}
+	return HS_OK;
+}
+
+void
+hs_conn_close(struct hs_conn *cn, int keep)
+{
+	char e[HS_ERR_MAX] = "";
+	if (cn->rc)
+		hsr_client_free(cn->rc);
+	cn->rc = NULL;
+	if (cn->env) {
+		int32_t st = cn->be->plugin.desc.close(cn->env, keep ? HS_CLOSE_KEEP : 0, e);
+		if (st != HS_OK)
+			hs_warn("closing '%s' environment: %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
+	}
+	cn->env = NULL;
+	pthread_mutex_destroy(&cn->lock);
+}
+
+/* After a broken stream: connect again and take over the daemon's commands. */
+static int
+reattach(struct hs_conn *cn, uint64_t credit, char *err, size_t errlen)
+{
+	for (int i = 0; i < HS_REATTACH_TRIES; i++) {
+		if (i) {
+			struct timespec ts = { 0, (long)(100 * 1000 * 1000) << i };
+			nanosleep(&ts, NULL);
+		}
+		if (hs_conn_stream(cn, err, errlen) == HS_OK && hsr_client_attach_credit(cn->rc, credit) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+struct state_buf {
+	char *data;
+	size_t len, cap;
+	int overflow;
+};
+
+static void
+state_append(struct state_buf *s, const void *p, size_t n)
+{
+	if (s->overflow || s->len + n > HS_STATE_MAX) {
+		s->overflow = 1;
+		return;
+	}
+	if (s->len + n > s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 8192;
+		while (nc < s->len + n)
+			nc *= 2;
+		char *d = realloc(s->data, nc);
+		if (!d) {
+			s->overflow = 1;
+			return;
+		}
+		s->data = d;
+		s->cap = nc;
+	}
+	memcpy(s->data + s->len, p, n);
+	s->len += n;
+}
+
+int
+hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
+             struct hs_exec_out *out, char *err, size_t errlen)
+{
+	const char *argv[8];
+	struct state_buf state = { 0 };
+	struct hsr_event ev;
+	uint64_t id, taken[4] = { 0 };
+	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
+	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0;
+	int cancel_sent = 0, rc = -1, done = 0;
+	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
+	char e[256];
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&cn->lock);
+	id = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	argv[0] = cn->props.shell;
+	argv[1] = "-c";
+	argv[2] = hs_shell_wrapper(cn->props.shell);
+	argv[3] = "hs";
+	argv[4] = cn->snapshot;
+	argv[5] = o->cwd ? o->cwd : "";
+	argv[6] = o->command;
+	argv[7] = NULL;
+	struct hsr_exec_spec spec = {
+		.id = id,
+		.argv = argv,
+		.envp = (const char *const *)o->envp,
+		.cwd = o->start_dir,
+		.deadline_ms = o->deadline_ms,
+		.grace_ms = o->grace_ms,
+		.stdin_pipe = o->stdin_pipe,
+		.want_state = o->keep_state,
+		.head_bytes = o->head_bytes,
+		.tail_bytes = o->tail_bytes,
+		.initial_credit = lossless ? HS_WINDOW : HSR_CREDIT_UNLIMITED,
+	};
+	if (hsr_client_exec(cn->rc, &spec) < 0) {
+		if (reattach(cn, 0, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
+			return -1;
+		}
+	}
+	while (!done) {
+		struct pollfd pf[3];
+		int np = 0, ti = -1, ci = -1, timeout = 1000;
+		if (!hsr_client_pending(cn->rc)) {
+			pf[np++] = (struct pollfd){ hsr_client_fd(cn->rc), POLLIN, 0 };
+			if (stdin_open) {
+				ti = np;
+				pf[np++] = (struct pollfd){ sink->input_fd, POLLIN, 0 };
+			}
+			if (sink && sink->cancel_fd >= 0 && !cancel_sent) {
+				ci = np;
+				pf[np++] = (struct pollfd){ sink->cancel_fd, POLLIN, 0 };
+			}
+			if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR) {
+				snprintf(err, errlen, "poll: %s", strerror(errno));
+				goto out;
+			}
+		} else {
+			pf[0].revents = POLLIN;
+		}
+		if (sink && sink->cancelled && !cancel_sent && sink->cancelled(sink->ctx)) {
+			hsr_client_cancel(cn->rc, id);
+			cancel_sent = 1;
+		}
+		(void)ci;
+		/* The core backs the runner's deadline up: cancel, then give up. */
+		if (o->deadline_ms > 0) {
+			int64_t over = now_ms() - start - o->deadline_ms;
+			if (over > grace + 5000 && !cancel_sent) {
+				hsr_client_cancel(cn->rc, id);
+				cancel_sent = 1;
+			} else if (over > grace + 15000) {
+				snprintf(err, errlen, "the runner did not stop the command at its deadline");
+				goto out;
+			}
+		}
+		if (ti >= 0 && (pf[ti].revents & (POLLIN | POLLHUP | POLLERR))) {
+			char buf[65536];
+			long n = sink->input(sink->ctx, buf, sizeof(buf));
+			if (n > 0) {
+				if (hsr_client_stdin(cn->rc, id, buf, (size_t)n) < 0)
+					stdin_open = 0;
+			} else if (n == 0) {
+				hsr_client_stdin_eof(cn->rc, id);
+				stdin_open = 0;
+			}
+		}
+		if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		int r = hsr_client_next(cn->rc, &ev, 0, e, sizeof(e));
+		if (r == 0)
+			continue;
+		if (r < 0) {
+			/* The stream broke: re-attach and let the runner resend what we did not take. */
+			if (reattach(cn, lossless ? 0 : HSR_CREDIT_UNLIMITED, e, sizeof(e)) < 0) {
+				snprintf(err, errlen, "lost the runner stream and could not re-attach: %s", e);
+				goto out;
+			}
+			if (lossless)
+				hsr_client_credit(cn->rc, id, HS_WINDOW);
+			continue;
+		}
+		if (ev.id != id && ev.type != HSR_EV_ATTACH && ev.type != HSR_EV_PONG)
+			continue; /* another command's (a background job's) */
+		switch (ev.type) {
+		case HSR_EV_OUTPUT:
+			/* After a re-attach the runner resends from the acknowledged offset. */
+			if (ev.stream < 1 || ev.stream > 2 || ev.offset + ev.len <= taken[ev.stream])
+				break;
+			{
+				size_t skip = ev.offset < taken[ev.stream] ? (size_t)(taken[ev.stream] - ev.offset) : 0;
+				if (ev.offset > taken[ev.stream])
+					out->dropped[ev.stream] += ev.offset - taken[ev.stream];
+				if (sink && sink->output(sink->ctx, ev.stream, (const char *)ev.data + skip,
+				                         ev.len - skip) < 0 && !cancel_sent) {
+					hsr_client_cancel(cn->rc, id);
+					cancel_sent = 1;
+				}
+				taken[ev.stream] = ev.offset + ev.len;
+				hsr_client_ack(cn->rc, id, ev.stream, taken[ev.stream]);
+				if (lossless)
+					hsr_client_credit(cn->rc, id, ev.len);
+			}
+			break;
+		case HSR_EV_STATE:
+			if (ev.offset + ev.len > taken[3]) {
+				size_t skip = ev.offset < taken[3] ? (size_t)(taken[3] - ev.offset) : 0;
+				state_append(&state, (const char *)ev.data + skip, ev.len - skip);
+				taken[3] = ev.offset + ev.len;
+				hsr_client_ack(cn->rc, id, 3, taken[3]);
+				if (lossless)
+					hsr_client_credit(cn->rc, id, ev.len);
+			}
+			break;
+		case HSR_EV_EXIT:
+			out->exit_code = ev.exit_code;
+			out->timed_out = ev.timed_out;
+			out->cancelled = ev.cancelled;
+			for (int s = 1; s <= 2; s++) {
+				out->dropped[s] += ev.dropped[s];
+				out->total[s] = ev.total[s];
+			}
+			hsr_client_ack(cn->rc, id, 0, 0);
+			done = 1;
+			break;
+		case HSR_EV_ERROR:
+			snprintf(err, errlen, "the runner refused the command: %s", ev.message);
+			goto out;
+		default:
+			break;
+		}
+	}
+	out->duration_ms = now_ms() - start;
+	rc = 0;
+	if (o->keep_state && state.len && !state.overflow && !out->timed_out && !out->cancelled) {
+		size_t n = hs_shell_filter_snapshot(state.data, state.len);
+		if (hs_conn_put(cn, cn->snapshot, 0600, state.data, n, e, sizeof(e)) < 0)
+			hs_warn("the session's shell state was not saved: %s", e);
+	}
+out:
+	free(state.data);
+	return rc;
+}
+
+int
+hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
+            char *err, size_t errlen)
+{
+	struct hsr_event ev;
+	uint64_t id;
+
+	pthread_mutex_lock(&cn->lock);
+	id = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	if (hsr_client_put_file(cn->rc, id, path, mode, buf, len) < 0) {
+		snprintf(err, errlen, "cannot send '%s' to the runner: %s", path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		int r = hsr_client_next(cn->rc, &ev, 30000, err, errlen);
+		if (r <= 0) {
+			if (r == 0)
+				snprintf(err, errlen, "the runner did not confirm writing '%s'", path);
+			return -1;
+		}
+		if (ev.id != id)
+			continue;
+		if (ev.type == HSR_EV_OK)
+			return 0;
+		if (ev.type == HSR_EV_ERROR) {
+			snprintf(err, errlen, "cannot write '%s': %s", path, ev.message);
+			return -1;
+		}
+	}
+}
+
+int
+hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *lenp, char *err,
+            size_t errlen)
+{
+	struct hsr_event ev;
+	char *buf = NULL;
+	size_t len = 0;
+	uint64_t id;
+
+	pthread_mutex_lock(&cn->lock);
+	id = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	if (hsr_client_get_file(cn->rc, id, path) < 0) {
+		snprintf(err, errlen, "cannot ask the runner for '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		int r = hsr_client_next(cn->rc, &ev, 30000, err, errlen);
+		if (r <= 0) {
+			if (r == 0)
+				snprintf(err, errlen, "the runner did not send '%s'", path);
+			free(buf);
+			return -1;
+		}
+		if (ev.id != id)
+			continue;
+		if (ev.type == HSR_EV_ERROR) {
+			snprintf(err, errlen, "cannot read '%s': %s", path, ev.message);
+			free(buf);
+			return -1;
+		}
+		if (ev.type != HSR_EV_FILE_DATA)
+			continue;
+		if (len + ev.len > max) {
+			snprintf(err, errlen, "'%s' is larger than %zu bytes", path, max);
+			free(buf);
+			/* Drain the rest of the transfer so the stream stays in step. */
+			while (!ev.final && hsr_client_next(cn->rc, &ev, 30000, err, errlen) == 1)
+				;
+			return -1;
+		}
+		char *nb = realloc(buf, len + ev.len + 1);
+		if (!nb) {
+			free(buf);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		buf = nb;
+		memcpy(buf + len, ev.data, ev.len);
+		len += ev.len;
+		if (ev.final) {
+			buf[len] = '\0';
+			*bufp = buf;
+			*lenp = len;
+			return 0;
+		}
+	}
+}

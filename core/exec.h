@@ -1,0 +1,87 @@
+/*
+ * exec.h - running commands of a session through its runner stream.
+ */
+#ifndef HS_EXEC_H
+#define HS_EXEC_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hs/backend.h>
+
+struct hs_backend;
+struct hsr_client;
+
+/* An open environment with its runner stream. */
+struct hs_conn {
+	struct hs_backend *be;
+	void *env;
+	struct hs_env_props props;
+	struct hsr_client *rc;
+	char snapshot[600];      /* the shell snapshot path inside the sandbox */
+	uint64_t next_id;
+	pthread_mutex_t lock;    /* guards next_id and the job table */
+	struct hs_job *jobs;
+};
+
+/* Where output goes while a command runs. */
+struct hs_sink_ops {
+	void *ctx;
+	/* Take len bytes of stream (1 stdout, 2 stderr); return 0, or -1 to cancel. */
+	int (*output)(void *ctx, int stream, const void *buf, size_t len);
+	/* Fill buf with stdin; return bytes, 0 at EOF, -1 when none is ready (non-blocking). */
+	long (*input)(void *ctx, void *buf, size_t len);
+	int input_fd; /* poll()ed for input; -1: no stdin */
+	/* Polled for a cancel request; non-zero: cancel now. */
+	int (*cancelled)(void *ctx);
+	int cancel_fd; /* poll()ed: readable when a cancel may be pending; -1: none */
+};
+
+struct hs_exec_opts {
+	const char *command;       /* shell string */
+	const char *cwd;           /* -C: overrides the session's cwd; NULL: keep it */
+	const char *start_dir;     /* where a new session starts; NULL: the runner's default */
+	char *const *envp;         /* complete environment */
+	int64_t deadline_ms;       /* relative; 0: none */
+	int64_t grace_ms;          /* -1: default */
+	uint64_t head_bytes, tail_bytes; /* 0,0: lossless (hs run) */
+	int stdin_pipe;
+	int keep_state;            /* write the shell snapshot back (foreground commands) */
+};
+
+struct hs_exec_out {
+	int exit_code;
+	int timed_out;
+	int cancelled;
+	uint64_t dropped[3];
+	uint64_t total[3];
+	int64_t duration_ms;
+};
+
+/*
+ * Open (or re-attach) the environment of spec on backend be and connect to
+ * its runner.  Returns 0, or an hs_status with a one-line reason.
+ */
+int hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec *spec,
+                 char *err, size_t errlen);
+/* Connect (again) to the runner of an open environment. */
+int hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen);
+/* Close the stream and the environment (keep: leave it for a later re-attach). */
+void hs_conn_close(struct hs_conn *cn, int keep);
+
+/*
+ * Run one command in the session shell, streaming output to sink, until it
+ * exits.  Returns 0 with out filled, or -1 with a one-line reason (the
+ * stream broke and could not be re-attached, the runner refused, ...).
+ */
+int hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
+                 struct hs_exec_out *out, char *err, size_t errlen);
+
+/* Put a whole file into the sandbox / get one out (len bounded by max). */
+int hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
+                char *err, size_t errlen);
+int hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **buf, size_t *len,
+                char *err, size_t errlen);
+
+#endif /* HS_EXEC_H */

@@ -1,0 +1,94 @@
+/*
+ * hsconf-int.h - what core/hsconf.c (the merged store, locks, HS_* and the
+ * command line) and core/hsconf-file.c (libconfig files) share.
+ */
+#ifndef HS_HSCONF_INT_H
+#define HS_HSCONF_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/hsconf.h"
+#include "core/hsconf-schema.h"
+
+/* Value types: enum hs_config_type, plus "unset" and untyped text. */
+#define HS_VT_UNSET (-1)
+#define HS_VT_TEXT 100 /* a section value from HS_* or the command line, type not yet known */
+
+struct hs_conf_value {
+	int type;
+	char *s;     /* HS_CONF_STRING, HS_VT_TEXT */
+	int64_t i;   /* HS_CONF_INT, HS_CONF_BOOL */
+	char **list; /* HS_CONF_STRINGS, NULL-terminated */
+	size_t n;
+};
+
+/* Where a value comes from: a file line, an HS_* variable or the command line. */
+struct hs_conf_src {
+	const char *file; /* NULL unless a file */
+	int line;
+	const char *name; /* "HS_APPROVAL", "command line" */
+	int admin;        /* a SYSCONFDIR file */
+};
+
+struct hs_conf_entry {
+	char *key;
+	struct hs_conf_value v;
+	char *origin; /* NULL while unset */
+	int locked;
+	struct hs_conf_value ceiling; /* the value when the admin layers ended */
+	char *ceiling_origin;
+	int warned; /* an unknown-key or type warning was given */
+};
+
+struct hs_conf {
+	struct hs_conf_entry *e;
+	size_t n, cap;
+	char *const *env;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+};
+
+void hs_conf_warnf(struct hs_conf *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void hs_conf_value_clear(struct hs_conf_value *v);
+/* Take ownership of a NULL-terminated list of n strings into v; 0 or -1 (no memory). */
+int hs_conf_value_list(struct hs_conf_value *v, char **list, size_t n);
+/* "'FILE': line N", "HS_X" or "command line", for messages. */
+void hs_conf_src_describe(const struct hs_conf_src *src, char *buf, size_t len);
+
+/*
+ * Set key to *v (taken over whatever happens) from src: check it against the
+ * schema, then against a lock.  Returns 0 (also when a lock ignored it, with
+ * a warning) or -1 with a reason.
+ */
+int hs_conf_apply(struct hs_conf *c, const char *key, struct hs_conf_value *v,
+                  const struct hs_conf_src *src, char *err, size_t errlen);
+
+/* Add name to the union of locked keys (admin files).  0 or -1. */
+int hs_conf_add_lock(struct hs_conf *c, const char *name, const struct hs_conf_src *src,
+                     char *err, size_t errlen);
+
+/*
+ * Read one file into c.  A missing file is fine unless required; a refused
+ * or unparsable one is an error.  Returns 0 or -1 with a reason.
+ */
+int hs_conf_read_file(struct hs_conf *c, const char *path, int admin, int required,
+                      char *err, size_t errlen);
+
+/* Read SYSCONFDIR/conf.d/ *.conf in strcmp order.  0 or -1. */
+int hs_conf_read_dir(struct hs_conf *c, const char *dir, char *err, size_t errlen);
+
+/* Shared by core/hsconf.c and core/hsconf-get.c. */
+struct hs_conf_entry *hs_conf_find(const struct hs_conf *c, const char *key);
+/* Text for messages and listings: strings quoted, lists libconfig-style. */
+void hs_conf_value_format(const struct hs_conf_value *v, char *buf, size_t len);
+/* A non-negative decimal integer; 0 or -1. */
+int hs_conf_parse_int(const char *s, int64_t *out);
+/* true/yes/on/1 or false/no/off/0, any case; 0 or -1. */
+int hs_conf_parse_bool(const char *s, int *b);
+/* Text (HS_*, command line) to a value of type; -1 with "expected ..." in err. */
+int hs_conf_parse_text(int type, const char *text, struct hs_conf_value *v, char *err,
+                       size_t errlen);
+
+#endif /* HS_HSCONF_INT_H */

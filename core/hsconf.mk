@@ -1,0 +1,26 @@
+# Layered configuration (core/hsconf*.c), its shipped file, man page and tests.
+# Included from the top Makefile.am; paths are relative to the top directory.
+#
+# libhsconf.a does not contain core/pathsec.c (the core's own library does);
+# a program linking libhsconf.a links pathsec too, as the test below does.
+
+noinst_LIBRARIES += core/libhsconf.a
+core_libhsconf_a_SOURCES = \
+	core/hsconf.c \
+	core/hsconf-get.c \
+	core/hsconf-file.c \
+	core/hsconf-schema.c
+core_libhsconf_a_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
+noinst_HEADERS += core/hsconf.h core/hsconf-int.h core/hsconf-schema.h
+
+# The shipped admin file goes to $(sysconfdir)/hs/hs.conf (it is in EXTRA_DIST already).
+hsconfdir = $(sysconfdir)/hs
+hsconf_DATA = conf/hs.conf
+EXTRA_DIST += conf/conf.d/README
+dist_man_MANS += man/hs.conf.5
+
+check_PROGRAMS += tests/config/test-hsconf
+TESTS += tests/config/test-hsconf
+tests_config_test_hsconf_SOURCES = tests/config/test-hsconf.c core/pathsec.c
+tests_config_test_hsconf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LIBCONFIG_CFLAGS)
+tests_config_test_hsconf_LDADD = core/libhsconf.a $(LIBCONFIG_LIBS) $(CMOCKA_LIBS)

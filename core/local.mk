@@ -1,0 +1,18 @@
+# The hs binary.
+include core/hsconf.mk
+
+bin_PROGRAMS += core/hs
+core_hs_SOURCES = \
+	core/main.c core/core.c core/core.h core/cmds.h \
+	core/paths.c core/paths.h core/pathsec.c core/pathsec.h \
+	core/loader.c core/loader.h core/json.c core/json.h \
+	core/cmd_backends.c core/cmd_plugin_check.c \
+	core/session.c core/session.h core/shell.c core/shell.h \
+	core/exec.c core/exec.h core/env.c core/env.h \
+	core/approval.c core/approval.h core/capture.c core/capture.h \
+	core/cmd_run.c core/cmd_serve.c core/cmd_check.c core/cmd_session.c \
+	plugins/local/local.c
+dist_man_MANS += man/hs.1
+core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS)
+core_hs_LDADD = core/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a \
+	sdk/libhsfakehost.a $(YAJL_LIBS) $(LIBCONFIG_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)

@@ -1,0 +1,142 @@
+/*
+ * paths.c - where hs keeps its files.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/paths.h"
+
+/* $VAR if it is an absolute path, else $HOME/fallback. */
+static int
+xdg(char *out, size_t len, const char *var, const char *home, const char *fallback)
+{
+	const char *v = getenv(var);
+	int n;
+	if (v && v[0] == '/')
+		n = snprintf(out, len, "%s/hs", v);
+	else
+		n = snprintf(out, len, "%s/%s/hs", home, fallback);
+	return (n < 0 || (size_t)n >= len) ? -1 : 0;
+}
+
+int
+hs_paths_init(struct hs_paths *p, char *err, size_t errlen)
+{
+	const char *home = getenv("HOME");
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	memset(p, 0, sizeof(*p));
+	if (!home || home[0] != '/') {
+		struct passwd *pw = getpwuid(geteuid());
+		home = pw ? pw->pw_dir : NULL;
+	}
+	if (!home || home[0] != '/') {
+		snprintf(err, errlen, "cannot find the home directory: HOME is unset and no passwd entry");
+		return -1;
+	}
+	snprintf(p->home, sizeof(p->home), "%s", home);
+	if (xdg(p->state, sizeof(p->state), "XDG_STATE_HOME", home, ".local/state") < 0 ||
+	    xdg(p->config, sizeof(p->config), "XDG_CONFIG_HOME", home, ".config") < 0 ||
+	    xdg(p->cache, sizeof(p->cache), "XDG_CACHE_HOME", home, ".cache") < 0) {
+		snprintf(err, errlen, "home directory path too long");
+		return -1;
+	}
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	/* XDG_RUNTIME_DIR is node-local and ours by definition; check it anyway. */
+	if (rt && rt[0] == '/' && stat(rt, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	    (st.st_mode & 077) == 0)
+		snprintf(p->runtime, sizeof(p->runtime), "%s/hs", rt);
+	else
+		snprintf(p->runtime, sizeof(p->runtime), "/tmp/hs-%u", (unsigned)geteuid());
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		snprintf(p->exe_dir, sizeof(p->exe_dir), "%s", exe);
+		size_t bl = strlen(HS_BUILDDIR);
+		p->in_build_tree = strncmp(exe, HS_BUILDDIR, bl) == 0 && (exe[bl] == '/' || exe[bl] == '\0');
+	}
+	return 0;
+}
+
+static size_t
+add_dir(char **dirs, size_t n, size_t max, const char *d)
+{
+	if (n >= max || !d || !*d)
+		return n;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(dirs[i], d) == 0)
+			return n;
+	dirs[n] = strdup(d);
+	return dirs[n] ? n + 1 : n;
+}
+
+size_t
+hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_dirs, size_t n_conf,
+                     char **dirs, size_t max)
+{
+	size_t n = 0;
+	const char *env = getenv("HS_PLUGIN_DIR");
+
+	if (env) {
+		char *copy = strdup(env), *save = NULL;
+		for (char *t = copy ? strtok_r(copy, ":", &save) : NULL; t; t = strtok_r(NULL, ":", &save))
+			n = add_dir(dirs, n, max, t);
+		free(copy);
+	}
+	for (size_t i = 0; i < n_conf; i++)
+		n = add_dir(dirs, n, max, conf_dirs[i]);
+	n = add_dir(dirs, n, max, HS_PLUGINDIR);
+	if (p->in_build_tree) {
+		static const char *const tree[] = { "docker", "ssh", "singularity", "slurm", "modal",
+		                                    "daytona" };
+		char d[PATH_MAX];
+		for (size_t i = 0; i < sizeof(tree) / sizeof(tree[0]); i++) {
+			snprintf(d, sizeof(d), "%s/plugins/%s/.libs", HS_BUILDDIR, tree[i]);
+			if (access(d, F_OK) == 0)
+				n = add_dir(dirs, n, max, d);
+		}
+	}
+	return n;
+}
+
+int
+hs_paths_runner(const struct hs_paths *p, const char *configured, char *out, size_t len,
+                char *err, size_t errlen)
+{
+	const char *env = getenv("HS_RUNNER");
+	const char *cand[4];
+	char tree[PATH_MAX];
+	size_t n = 0;
+
+	if (configured && *configured)
+		cand[n++] = configured;
+	if (env && *env)
+		cand[n++] = env;
+	if (p->in_build_tree) {
+		snprintf(tree, sizeof(tree), "%s/runner/hs-runner", HS_BUILDDIR);
+		cand[n++] = tree;
+	}
+	cand[n++] = HS_RUNNERDIR "/hs-runner";
+	for (size_t i = 0; i < n; i++) {
+		if (cand[i][0] == '/' && access(cand[i], X_OK) == 0) {
+			snprintf(out, len, "%s", cand[i]);
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "hs-runner not found (looked for '%s'); set runner_path or HS_RUNNER",
+	         cand[n - 1]);
+	return -1;
+}

@@ -1,0 +1,205 @@
+/*
+ * internal.h - what the files of the analyser share (not installed).
+ */
+#ifndef HS_SAFETY_INTERNAL_H
+#define HS_SAFETY_INTERNAL_H
+
+#include <stddef.h>
+
+#include "core/safety/arena.h"
+#include "core/safety/safety.h"
+#include "core/safety/shparse.h"
+
+/* ---- policy (policy.c) ---- */
+
+enum hs_pred_kind {
+	HS_P_GLOB = 0,  /* glob:PATTERN on the word */
+	HS_P_IGLOB,     /* iglob:PATTERN, case-insensitive */
+	HS_P_PATH,      /* path:SET  the normalised path is an entry of SET */
+	HS_P_UNDER,     /* under:SET the normalised path is an entry of SET or inside one */
+	HS_P_HAS,       /* has:A|B   case-insensitive substring */
+	HS_P_SQL,       /* sql:destructive */
+	HS_P_MOUNT,     /* mount:PRED  a mount spec whose host source satisfies PRED */
+	HS_P_VALUE,     /* value:KEY=PRED  a KEY=... word whose value satisfies PRED */
+};
+
+struct hs_pathset {
+	const char *name;
+	const char **pats;
+	size_t n;
+	size_t cap;
+};
+
+struct hs_pred {
+	int kind;
+	const char *arg;               /* pattern, text or key */
+	size_t arglen;
+	const struct hs_pathset *set;  /* HS_P_PATH, HS_P_UNDER */
+	struct hs_pred *inner;         /* HS_P_MOUNT, HS_P_VALUE */
+};
+
+struct hs_predlist {
+	struct hs_pred *v;
+	size_t n;
+};
+
+/* "r|R|recursive" or "pid=host": short letters, long names, optional value predicate. */
+struct hs_flagspec {
+	const char *names[8];
+	size_t n;
+	struct hs_pred *value;
+};
+
+struct hs_flaglist {
+	struct hs_flagspec *v;
+	size_t n;
+};
+
+struct hs_strlist {
+	const char **v;
+	size_t n;
+};
+
+enum hs_writes { HS_WR_NONE = 0, HS_WR_ARGS, HS_WR_LAST, HS_WR_KV };
+
+/* How a program's argv reads: options with arguments and what it writes. */
+struct hs_progdecl {
+	struct hs_strlist names;
+	char short_arg[128];           /* short option letters taking an argument */
+	struct hs_strlist long_arg;    /* long option names taking an argument */
+	int writes;                    /* enum hs_writes */
+	const char *writes_key;        /* HS_WR_KV: "of" for dd of=... */
+	struct hs_flaglist write_opts; /* option values that are written files */
+	struct hs_flaglist writes_if;  /* writes only when one of these flags is given */
+};
+
+struct hs_rule {
+	const char *id;
+	int hardline;
+	int host_scope;
+	const char *description;
+	const char *file;
+	struct hs_strlist programs;      /* names or globs; empty: any, including none */
+	struct hs_strlist programs_not;
+	struct hs_strlist subcommands;
+	struct hs_flaglist flags_all, flags_any, flags_none;
+	struct hs_predlist args_any, args_all, words_any, words_all, last_arg,
+		values_any, writes_any, reads_any, redirs_any, env_any, stdin_text_any;
+	struct hs_strlist stdin_from, script_from;
+	int min_args;
+	struct hs_strlist examples, counterexamples;
+	int any_program;                 /* no program restriction */
+};
+
+struct hs_policy {
+	struct hs_arena mem;
+	struct hs_rule *rules;
+	size_t n_rules, cap_rules;
+	struct hs_pathset *sets;
+	size_t n_sets, cap_sets;
+	struct hs_progdecl *decls;
+	size_t n_decls, cap_decls;
+	const char *home;
+	size_t home_len;
+	/* Index: rules by exact program name; rules with globs or no program. */
+	struct hs_pidx *idx;
+	size_t idx_cap;
+	size_t *generic;
+	size_t n_generic;
+};
+
+/* Rules to try for prog: calls fn(rule index) for each candidate. */
+void hs_policy_candidates(const struct hs_policy *p, const char *prog,
+			  void (*fn)(void *ctx, size_t ri), void *ctx);
+const struct hs_progdecl *hs_policy_decl(const struct hs_policy *p, const char *prog);
+
+/* ---- analysis (analyse.c) ---- */
+
+#define HS_PROGSET_MAX 16
+
+struct hs_progset {
+	const char *p[HS_PROGSET_MAX];
+	int n;
+};
+
+void hs_progset_add(struct hs_progset *s, const char *prog);
+void hs_progset_merge(struct hs_progset *s, const struct hs_progset *o);
+
+/* A command that would run, after wrappers are seen through. */
+struct hs_cmd {
+	const char *prog;            /* basename of the program; "" when none */
+	const char **argv;           /* argv[0] is the program word */
+	const unsigned *aflags;      /* HS_W_* per argument */
+	const struct hs_progset *const *aprod; /* per argument: what its substitutions ran, or NULL */
+	int argc;
+	const struct hs_sh_redir *redirs;
+	const char **env;            /* NAME=VALUE assignments in effect */
+	int nenv;
+	struct hs_progset stdin_from;  /* programs whose output this command reads */
+	struct hs_progset script_from; /* programs that produced the code it runs */
+	const char *stdin_text;        /* static heredoc or here-string text */
+	const char *cwd;               /* directory from an earlier static cd */
+};
+
+struct hs_alias {
+	const char *name;
+	const char *value;
+	struct hs_alias *next;
+};
+
+struct hs_func {
+	const char *name;
+	const struct hs_sh_node *body;
+	struct hs_func *next;
+};
+
+struct hs_actx {
+	const struct hs_policy *pol;
+	enum hs_context ctx;
+	struct hs_analysis *out;
+	struct hs_arena *a;
+	int depth;
+	int steps;                 /* work done; bounds hostile inputs */
+	struct hs_alias *aliases;
+	struct hs_func *funcs;
+	const char *cwd;
+	const char *home;
+};
+
+#define HS_ANALYSE_MAX_DEPTH 24
+#define HS_ANALYSE_MAX_STEPS 20000
+
+void hs_actx_opaque(struct hs_actx *x, const char *reason);
+/* Parse text and analyse it; adds what ran to produced (may be NULL). */
+void hs_analyse_script(struct hs_actx *x, const char *text, size_t len,
+		       const struct hs_progset *stdin_from, struct hs_progset *produced);
+/* Analyse one argv (already static words), as if run with cmd's context. */
+void hs_analyse_argv(struct hs_actx *x, const char **argv, const unsigned *aflags, int argc,
+		     const struct hs_cmd *ctxcmd, struct hs_progset *produced);
+/* The same for a tail of an existing command (a wrapper's payload). */
+void hs_analyse_tail(struct hs_actx *x, const struct hs_cmd *c, int from, struct hs_progset *produced);
+const char *hs_basename(const char *s);
+
+/* ---- wrappers and payloads (resolve.c, interp.c) ---- */
+
+/*
+ * If argv[0] names a wrapper, analyse what it runs and return 1 (the
+ * wrapper itself is then also matched by rules as an ordinary command);
+ * return 0 when argv[0] is not a wrapper.
+ */
+int hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced);
+/* Scan interpreter code (lang "python", "perl", "ruby", "node", "php") for shell commands it runs. */
+void hs_interp_scan(struct hs_actx *x, const char *lang, const char *code, const struct hs_cmd *c,
+		    struct hs_progset *produced);
+
+/* ---- matching (match.c, pred.c, sql.c) ---- */
+
+void hs_match_cmd(struct hs_actx *x, const struct hs_cmd *c);
+int hs_pred_match(const struct hs_policy *p, const struct hs_pred *pr, const char *word,
+		  const char *cwd);
+int hs_path_norm(const struct hs_policy *p, const char *in, const char *cwd, char *out, size_t outlen,
+		 int *partial);
+int hs_sql_destructive(const char *sql);
+void hs_add_finding(struct hs_actx *x, const struct hs_rule *r, const struct hs_cmd *c);
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * interp.c - shell commands inside interpreter one-liners.
+ *
+ * "python3 -c 'import os; os.system(\"rm -rf /\")'" runs a shell command
+ * that no shell parser sees.  This scanner is not a Python (or Perl, Ruby,
+ * Node, PHP) parser: it tokenises enough (identifiers, string literals,
+ * brackets, comments) to find calls of the functions that run programs,
+ * and hands their literal arguments to the shell analyser.  Recursive
+ * deletions and file writes through the standard library become the
+ * equivalent rm/tee commands, so the same rules judge them.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "core/safety/internal.h"
+
+enum lang { L_PY, L_PERL, L_RUBY, L_NODE, L_PHP };
+
+struct scan {
+	const char *s;
+	size_t n, i;
+	enum lang lang;
+};
+
+#define MAX_LITS 32
+
+struct call {
+	const char *lits[MAX_LITS];
+	int nlits;
+	int nonlit;      /* a non-literal argument (variable, expression) */
+	int list;        /* arguments given as a list/array */
+	int recursive;   /* "recursive" appears (fs.rmSync(x, {recursive: true})) */
+};
+
+static const char *const shell_calls[][16] = {
+	[L_PY] = { "system", "popen", "check_output", "check_call", "getoutput", "getstatusoutput", "Popen",
+		"subprocess.run", "subprocess.call", "sp.run", "sp.call", "spawn", "execv", "execvp", "execl",
+		"execlp" },
+	[L_PERL] = { "system", "exec", NULL },
+	[L_RUBY] = { "system", "exec", "spawn", "popen", "capture2", "capture2e", "capture3", "popen3", NULL },
+	[L_NODE] = { "exec", "execSync", "spawn", "spawnSync", "execFile", "execFileSync", NULL },
+	[L_PHP] = { "system", "exec", "shell_exec", "passthru", "popen", "proc_open", "pcntl_exec", NULL },
+};
+
+static const char *const rm_calls[] = { "rmtree", "rm_rf", "rm_r", "remove_tree", "rmSync", "rmdirSync",
+	"FileUtils.rm_rf", NULL };
+static const char *const write_calls[] = { "writeFileSync", "appendFileSync", "File.write", "file_put_contents",
+	"write_text", NULL };
+
+static int
+name_is(const char *id, size_t len, const char *want)
+{
+	size_t wl = strlen(want);
+	const char *last;
+
+	if (strchr(want, '.'))
+		return len >= wl && !memcmp(id + len - wl, want, wl) && (len == wl || id[len - wl - 1] == '.');
+	last = id + len;
+	while (last > id && last[-1] != '.')
+		last--;
+	return (size_t)(id + len - last) == wl && !memcmp(last, want, wl);
+}
+
+static int
+in_names(const char *id, size_t len, const char *const *l, size_t max)
+{
+	size_t k;
+
+	for (k = 0; k < max && l[k]; k++)
+		if (name_is(id, len, l[k]))
+			return 1;
+	return 0;
+}
+
+/* Decode a string literal at sc->i into buf; returns 1 when one was read. */
+static int
+read_literal(struct hs_actx *x, struct scan *sc, const char **out)
+{
+	char q = sc->s[sc->i], *buf;
+	size_t start, cap, len = 0;
+	int triple = 0;
+
+	if (q != '\'' && q != '"' && q != '`')
+		return 0;
+	if (sc->lang == L_PY && sc->i + 2 < sc->n && sc->s[sc->i + 1] == q && sc->s[sc->i + 2] == q) {
+		triple = 1;
+		sc->i += 2;
+	}
+	start = ++sc->i;
+	cap = sc->n - start + 1;
+	buf = hs_arena_alloc(x->a, cap);
+	if (!buf)
+		return 0;
+	while (sc->i < sc->n) {
+		char c = sc->s[sc->i];
+
+		if (c == '\\' && sc->i + 1 < sc->n) {
+			char d = sc->s[sc->i + 1];
+
+			buf[len++] = d == 'n' ? '\n' : d == 't' ? '\t' : d;
+			sc->i += 2;
+			continue;
+		}
+		if (c == q) {
+			if (!triple) {
+				sc->i++;
+				break;
+			}
+			if (sc->i + 2 < sc->n && sc->s[sc->i + 1] == q && sc->s[sc->i + 2] == q) {
+				sc->i += 3;
+				break;
+			}
+		}
+		buf[len++] = c;
+		sc->i++;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 1;
+}
+
+static void
+skip_comment(struct scan *sc)
+{
+	char c = sc->s[sc->i];
+
+	if (c == '#' && sc->lang != L_NODE) {
+		while (sc->i < sc->n && sc->s[sc->i] != '\n')
+			sc->i++;
+	} else if (c == '/' && sc->i + 1 < sc->n && sc->s[sc->i + 1] == '/' && (sc->lang == L_NODE || sc->lang == L_PHP)) {
+		while (sc->i < sc->n && sc->s[sc->i] != '\n')
+			sc->i++;
+	}
+}
+
+/* Collect the arguments of a call: in (...) or, for Perl and Ruby, up to the end of the statement. */
+static void
+read_call(struct hs_actx *x, struct scan *sc, struct call *cl)
+{
+	int depth = 0, paren;
+	const char *lit;
+
+	memset(cl, 0, sizeof(*cl));
+	while (sc->i < sc->n && (sc->s[sc->i] == ' ' || sc->s[sc->i] == '\t'))
+		sc->i++;
+	paren = sc->i < sc->n && sc->s[sc->i] == '(';
+	if (paren) {
+		sc->i++;
+		depth = 1;
+	}
+	while (sc->i < sc->n) {
+		char c = sc->s[sc->i];
+
+		if (c == '\'' || c == '"' || (c == '`' && sc->lang == L_NODE)) {
+			if (read_literal(x, sc, &lit) && cl->nlits < MAX_LITS)
+				cl->lits[cl->nlits++] = lit;
+			continue;
+		}
+		if (c == '(' || c == '[' || c == '{') {
+			if (c == '[')
+				cl->list = 1;
+			depth++;
+		} else if (c == ')' || c == ']' || c == '}') {
+			if (--depth <= 0 && paren) {
+				sc->i++;
+				return;
+			}
+			if (depth < 0)
+				return;
+		} else if (!paren && depth == 0 && (c == ';' || c == '\n')) {
+			return;
+		} else if (isalpha((unsigned char)c) || c == '_' || c == '$') {
+			size_t st = sc->i;
+
+			while (sc->i < sc->n && (isalnum((unsigned char)sc->s[sc->i]) || sc->s[sc->i] == '_' || sc->s[sc->i] == '.' || sc->s[sc->i] == '$'))
+				sc->i++;
+			if (sc->i - st == 9 && !memcmp(sc->s + st, "recursive", 9))
+				cl->recursive = 1;
+			else if (!(sc->i - st == 5 && !memcmp(sc->s + st, "shell", 5)) &&
+				 !(sc->i - st == 4 && (!memcmp(sc->s + st, "True", 4) || !memcmp(sc->s + st, "true", 4))) &&
+				 !(sc->i - st == 5 && !memcmp(sc->s + st, "check", 5)))
+				cl->nonlit = 1;
+			continue;
+		}
+		sc->i++;
+	}
+}
+
+static void
+run_synthetic(struct hs_actx *x, const struct hs_cmd *c, const char *prog, const char *flag1,
+	      const char *flag2, const char *path, struct hs_progset *produced)
+{
+	const char *argv[4];
+	unsigned flags[4] = { 0, 0, 0, 0 };
+	int n = 0;
+
+	argv[n++] = prog;
+	if (flag1)
+		argv[n++] = flag1;
+	if (flag2)
+		argv[n++] = flag2;
+	argv[n++] = path;
+	hs_analyse_argv(x, argv, flags, n, c, produced);
+}
+
+/* Literal arguments of a call that runs a program, as shell text. */
+static void
+run_call(struct hs_actx *x, const struct call *cl, struct hs_progset *produced)
+{
+	char buf[4096];
+	size_t pos = 0, l;
+	int k;
+	const char *s;
+
+	if (!cl->nlits) {
+		hs_actx_opaque(x, "interpreter runs a command built at run time");
+		return;
+	}
+	if (cl->nlits == 1 && !cl->list) {
+		hs_analyse_script(x, cl->lits[0], strlen(cl->lits[0]), NULL, produced);
+		return;
+	}
+	/* An argv list: quote each element so it stays one word. */
+	for (k = 0; k < cl->nlits; k++) {
+		if (pos)
+			buf[pos++] = ' ';
+		buf[pos++] = '\'';
+		for (s = cl->lits[k]; *s && pos + 6 < sizeof(buf); s++) {
+			if (*s == '\'') {
+				memcpy(buf + pos, "'\\''", 4);
+				pos += 4;
+			} else {
+				buf[pos++] = *s;
+			}
+		}
+		buf[pos++] = '\'';
+		if (pos + 8 >= sizeof(buf))
+			break;
+	}
+	buf[pos] = '\0';
+	l = strlen(buf);
+	hs_analyse_script(x, hs_arena_strndup(x->a, buf, l), l, NULL, produced);
+}
+
+void
+hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const struct hs_cmd *c,
+	       struct hs_progset *produced)
+{
+	struct scan sc = { .s = code, .n = strlen(code), .i = 0 };
+	struct call cl;
+	const char *lit;
+	size_t st, len;
+	int guard = 0;
+
+	sc.lang = !strcmp(langname, "python") ? L_PY : !strcmp(langname, "perl") ? L_PERL :
+		!strcmp(langname, "ruby") ? L_RUBY : !strcmp(langname, "node") ? L_NODE : L_PHP;
+	while (sc.i < sc.n && ++guard < 100000) {
+		char ch = sc.s[sc.i];
+
+		if (ch == '#' || ch == '/') {
+			size_t before = sc.i;
+
+			skip_comment(&sc);
+			if (sc.i != before)
+				continue;
+		}
+		if (ch == '`' && sc.lang != L_NODE && sc.lang != L_PY) {
+			/* Backquotes in Perl, Ruby and PHP run a shell command. */
+			if (read_literal(x, &sc, &lit))
+				hs_analyse_script(x, lit, strlen(lit), NULL, produced);
+			continue;
+		}
+		if (ch == '\'' || ch == '"' || ch == '`') {
+			read_literal(x, &sc, &lit);
+			continue;
+		}
+		if ((sc.lang == L_PERL || sc.lang == L_RUBY) && sc.i + 2 < sc.n &&
+		    ((ch == 'q' && sc.s[sc.i + 1] == 'x') || (ch == '%' && sc.s[sc.i + 1] == 'x')) &&
+		    strchr("({[/|!", sc.s[sc.i + 2]) && (sc.i == 0 || !isalnum((unsigned char)sc.s[sc.i - 1]))) {
+			/* qx(...) and %x(...) */
+			char open = sc.s[sc.i + 2], close = open == '(' ? ')' : open == '{' ? '}' : open == '[' ? ']' : open;
+			const char *end;
+
+			st = sc.i + 3;
+			end = memchr(sc.s + st, close, sc.n - st);
+			len = end ? (size_t)(end - sc.s) - st : sc.n - st;
+			hs_analyse_script(x, sc.s + st, len, NULL, produced);
+			sc.i = st + len + (end ? 1 : 0);
+			continue;
+		}
+		if (isalpha((unsigned char)ch) || ch == '_') {
+			st = sc.i;
+			while (sc.i < sc.n && (isalnum((unsigned char)sc.s[sc.i]) || sc.s[sc.i] == '_' || sc.s[sc.i] == '.'))
+				sc.i++;
+			len = sc.i - st;
+			if (in_names(sc.s + st, len, shell_calls[sc.lang], 16)) {
+				size_t save = sc.i;
+
+				while (save < sc.n && (sc.s[save] == ' ' || sc.s[save] == '\t'))
+					save++;
+				if (save < sc.n && (sc.s[save] == '(' ||
+				    ((sc.lang == L_PERL || sc.lang == L_RUBY) && (sc.s[save] == '\'' || sc.s[save] == '"')))) {
+					read_call(x, &sc, &cl);
+					run_call(x, &cl, produced);
+				}
+			} else if (in_names(sc.s + st, len, rm_calls, 16)) {
+				read_call(x, &sc, &cl);
+				if (cl.nlits && (cl.recursive || !name_is(sc.s + st, len, "rmSync")))
+					run_synthetic(x, c, "rm", "-r", "-f", cl.lits[0], produced);
+			} else if (in_names(sc.s + st, len, write_calls, 16) ||
+				   (sc.lang == L_PY && len == 4 && !memcmp(sc.s + st, "open", 4))) {
+				read_call(x, &sc, &cl);
+				/* open(path, "w"): a write, judged as "tee path" would be. */
+				if (cl.nlits >= 1 && (len != 4 || (cl.nlits >= 2 && strpbrk(cl.lits[1], "wa+"))))
+					run_synthetic(x, c, "tee", NULL, NULL, cl.lits[0], produced);
+			} else if ((len == 4 && (!memcmp(sc.s + st, "exec", 4) || !memcmp(sc.s + st, "eval", 4))) &&
+				   sc.lang != L_PERL) {
+				read_call(x, &sc, &cl);
+				if (!cl.nlits && cl.nonlit)
+					hs_actx_opaque(x, "interpreter evaluates code built at run time");
+			}
+			continue;
+		}
+		sc.i++;
+	}
+}

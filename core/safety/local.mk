@@ -1,0 +1,73 @@
+# core/safety: the shared safety logic (libhssafety.a), its tests, bench,
+# fuzz target, rule files and man page.
+
+noinst_LIBRARIES += core/safety/libhssafety.a
+core_safety_libhssafety_a_SOURCES = \
+	core/safety/arena.c core/safety/arena.h \
+	core/safety/shparse.h core/safety/lex.c core/safety/parse.c \
+	core/safety/internal.h core/safety/safety.h \
+	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c \
+	core/safety/match.c core/safety/pred.c core/safety/sql.c core/safety/policy.c \
+	core/safety/mounts.c core/safety/mounts.h \
+	core/safety/allowlist.c core/safety/allowlist.h \
+	core/safety/prompt.c core/safety/prompt.h \
+	core/safety/audit.c core/safety/audit.h \
+	core/safety/redact.c core/safety/redact.h
+core_safety_libhssafety_a_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS)
+
+# What a program linking the library needs (the core uses this too).
+HS_SAFETY_LIBS = core/safety/libhssafety.a $(LIBCONFIG_LIBS) $(YAJL_LIBS)
+
+hs_safety_tests = tests/safety/test-analyse tests/safety/test-corpus \
+	tests/safety/test-mounts tests/safety/test-approval
+check_PROGRAMS += $(hs_safety_tests) tests/safety/hs-analyse
+TESTS += $(hs_safety_tests)
+
+hs_safety_test_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS)
+hs_safety_test_ldadd = $(HS_SAFETY_LIBS) $(CMOCKA_LIBS)
+
+tests_safety_test_analyse_SOURCES = tests/safety/test-analyse.c tests/safety/common.h
+tests_safety_test_analyse_CFLAGS = $(hs_safety_test_cflags)
+tests_safety_test_analyse_LDADD = $(hs_safety_test_ldadd)
+tests_safety_test_corpus_SOURCES = tests/safety/test-corpus.c tests/safety/common.h
+tests_safety_test_corpus_CFLAGS = $(hs_safety_test_cflags)
+tests_safety_test_corpus_LDADD = $(hs_safety_test_ldadd)
+tests_safety_test_mounts_SOURCES = tests/safety/test-mounts.c
+tests_safety_test_mounts_CFLAGS = $(hs_safety_test_cflags)
+tests_safety_test_mounts_LDADD = $(hs_safety_test_ldadd)
+tests_safety_test_approval_SOURCES = tests/safety/test-approval.c
+tests_safety_test_approval_CFLAGS = $(hs_safety_test_cflags)
+tests_safety_test_approval_LDADD = $(hs_safety_test_ldadd)
+tests_safety_hs_analyse_SOURCES = tests/safety/hs-analyse.c
+tests_safety_hs_analyse_CFLAGS = $(hs_safety_test_cflags)
+tests_safety_hs_analyse_LDADD = $(HS_SAFETY_LIBS)
+
+# Benchmark: "make bench-analyse" prints commands analysed per second.
+EXTRA_PROGRAMS += bench/analyse-bench
+bench_analyse_bench_SOURCES = bench/analyse-bench.c
+bench_analyse_bench_CFLAGS = $(AM_CFLAGS) -O2
+bench_analyse_bench_LDADD = $(HS_SAFETY_LIBS)
+CLEANFILES += bench/analyse-bench$(EXEEXT) core/safety/fuzz-analyse
+bench-analyse: bench/analyse-bench$(EXEEXT)
+	$(AM_V_at)mkdir -p bench/.policy && cp $(top_srcdir)/policy/*.rules bench/.policy/ && chmod 755 bench/.policy && chmod 644 bench/.policy/*.rules
+	./bench/analyse-bench$(EXEEXT) bench/.policy $(top_srcdir)/tests/safety/dangerous.txt \
+		$(top_srcdir)/tests/safety/everyday.txt $(top_srcdir)/tests/safety/agent.txt
+	$(AM_V_at)rm -rf bench/.policy
+
+# libFuzzer target, built only on request: make fuzz-analyse CC=clang
+fuzz-analyse: $(core_safety_libhssafety_a_SOURCES) core/safety/fuzz-analyse.c
+	$(CC) -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(AM_CPPFLAGS) $(CPPFLAGS) \
+		-DHS_FUZZ_POLICY_DIR='"$(abs_top_srcdir)/policy"' \
+		$(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS) -o core/safety/fuzz-analyse \
+		$(addprefix $(top_srcdir)/,$(filter %.c,$(core_safety_libhssafety_a_SOURCES))) $(top_srcdir)/core/safety/fuzz-analyse.c \
+		$(LIBCONFIG_LIBS) $(YAJL_LIBS)
+
+.PHONY: bench-analyse fuzz-analyse
+
+policydir = $(datadir)/hs/policy
+dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.rules \
+	policy/network.rules policy/credentials.rules policy/containers.rules policy/vcs.rules \
+	policy/database.rules policy/hs-self.rules
+dist_man_MANS += man/hs-policy.5
+EXTRA_DIST += core/safety/fuzz-analyse.c tests/safety/dangerous.txt tests/safety/everyday.txt \
+	tests/safety/agent.txt

@@ -1,0 +1,963 @@
+/*
+ * parse.c - the shell grammar: lists, pipelines, compound commands,
+ * function definitions, redirections and heredocs.
+ *
+ * The grammar follows bash closely enough that every command which would
+ * run is found; where the input is not valid shell the parse fails and the
+ * caller treats the command as opaque.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "core/safety/shparse.h"
+
+enum kw {
+	KW_NONE = 0, KW_IF, KW_THEN, KW_ELIF, KW_ELSE, KW_FI, KW_WHILE, KW_UNTIL,
+	KW_DO, KW_DONE, KW_FOR, KW_SELECT, KW_IN, KW_CASE, KW_ESAC, KW_FUNCTION,
+	KW_LBRACE, KW_RBRACE, KW_BANG, KW_DBRACKET, KW_TIME,
+};
+
+#define STOP(k) (1u << (k))
+
+static const struct {
+	const char *word;
+	enum kw kw;
+} keywords[] = {
+	{ "if", KW_IF }, { "then", KW_THEN }, { "elif", KW_ELIF }, { "else", KW_ELSE },
+	{ "fi", KW_FI }, { "while", KW_WHILE }, { "until", KW_UNTIL }, { "do", KW_DO },
+	{ "done", KW_DONE }, { "for", KW_FOR }, { "select", KW_SELECT }, { "in", KW_IN },
+	{ "case", KW_CASE }, { "esac", KW_ESAC }, { "function", KW_FUNCTION },
+	{ "{", KW_LBRACE }, { "}", KW_RBRACE }, { "!", KW_BANG }, { "[[", KW_DBRACKET },
+	{ "time", KW_TIME },
+};
+
+struct hs_sh_heredoc {
+	struct hs_sh_redir *r;
+	const char *delim;
+	size_t dlen;
+	int strip;
+	int quoted;
+	struct hs_sh_heredoc *next;
+};
+
+void
+hs_sh_fail(struct hs_sh_parser *p, const char *msg)
+{
+	if (!p->err) {
+		p->err = 1;
+		p->errmsg = msg;
+	}
+}
+
+void
+hs_sh_parser_init(struct hs_sh_parser *p, struct hs_arena *a, const char *s, size_t n, int depth)
+{
+	memset(p, 0, sizeof(*p));
+	p->s = s;
+	p->n = n;
+	p->a = a;
+	p->depth = depth;
+	p->hd_tail = &p->hd_head;
+	if (depth > HS_SH_MAX_DEPTH)
+		hs_sh_fail(p, "nesting too deep");
+}
+
+static struct hs_sh_node *
+new_node(struct hs_sh_parser *p, int kind)
+{
+	struct hs_sh_node *n = hs_arena_zalloc(p->a, sizeof(*n));
+
+	if (!n)
+		hs_sh_fail(p, "input too large");
+	else
+		n->kind = kind;
+	return n;
+}
+
+/* A reserved word at p->i, recognised only when it stands alone and unquoted. */
+static enum kw
+peek_kw(struct hs_sh_parser *p, size_t *len)
+{
+	size_t j = p->i, k;
+	char c;
+
+	while (j < p->n) {
+		c = p->s[j];
+		if (hs_sh_is_meta((unsigned char)c))
+			break;
+		if (c == '\'' || c == '"' || c == '\\' || c == '$' || c == '`')
+			return KW_NONE;
+		j++;
+	}
+	if (j == p->i || j - p->i > 8)
+		return KW_NONE;
+	for (k = 0; k < sizeof(keywords) / sizeof(keywords[0]); k++) {
+		if (strlen(keywords[k].word) == j - p->i && !memcmp(keywords[k].word, p->s + p->i, j - p->i)) {
+			*len = j - p->i;
+			return keywords[k].kw;
+		}
+	}
+	return KW_NONE;
+}
+
+static void
+skip_blanks(struct hs_sh_parser *p)
+{
+	while (p->i < p->n) {
+		char c = p->s[p->i];
+
+		if (c == ' ' || c == '\t' || c == '\r') {
+			p->i++;
+		} else if (c == '\\' && p->i + 1 < p->n && p->s[p->i + 1] == '\n') {
+			p->i += 2;
+		} else if (c == '#') {
+			while (p->i < p->n && p->s[p->i] != '\n')
+				p->i++;
+		} else {
+			break;
+		}
+	}
+}
+
+static void
+read_heredoc(struct hs_sh_parser *p, struct hs_sh_heredoc *h)
+{
+	size_t ls, le, next, cap = 0, len = 0;
+	char *body = NULL, *nb;
+
+	while (p->i < p->n) {
+		ls = p->i;
+		le = ls;
+		while (le < p->n && p->s[le] != '\n')
+			le++;
+		next = le < p->n ? le + 1 : le;
+		if (h->strip)
+			while (ls < le && p->s[ls] == '\t')
+				ls++;
+		p->i = next;
+		if (le - ls == h->dlen && !memcmp(p->s + ls, h->delim, h->dlen))
+			break;
+		if (len + (le - ls) + 2 > cap) {
+			cap = (len + (le - ls) + 2) * 2;
+			nb = hs_arena_alloc(p->a, cap);
+			if (!nb) {
+				hs_sh_fail(p, "input too large");
+				return;
+			}
+			if (len)
+				memcpy(nb, body, len);
+			body = nb;
+		}
+		memcpy(body + len, p->s + ls, le - ls);
+		len += le - ls;
+		body[len++] = '\n';
+	}
+	if (h->quoted)
+		h->r->body = hs_sh_word_lit(p->a, body ? body : "", len);
+	else
+		h->r->body = hs_sh_lex_heredoc(p, body ? body : "", len);
+	if (!h->r->body)
+		hs_sh_fail(p, "input too large");
+}
+
+/* Consume a newline; heredoc bodies start on the line after their operator. */
+static void
+eat_newline(struct hs_sh_parser *p)
+{
+	struct hs_sh_heredoc *h;
+
+	p->i++;
+	while ((h = p->hd_head) && !p->err) {
+		p->hd_head = h->next;
+		if (!p->hd_head)
+			p->hd_tail = &p->hd_head;
+		read_heredoc(p, h);
+	}
+}
+
+static void
+skip_ws_nl(struct hs_sh_parser *p)
+{
+	for (;;) {
+		skip_blanks(p);
+		if (p->i < p->n && p->s[p->i] == '\n' && !p->err)
+			eat_newline(p);
+		else
+			break;
+	}
+}
+
+static int
+is_redir_start(struct hs_sh_parser *p)
+{
+	size_t j = p->i;
+
+	while (j < p->n && isdigit((unsigned char)p->s[j]))
+		j++;
+	if (j >= p->n)
+		return 0;
+	if (p->s[j] == '&')
+		return j == p->i && j + 1 < p->n && p->s[j + 1] == '>';
+	if (p->s[j] != '<' && p->s[j] != '>')
+		return 0;
+	/* <( and >( without a descriptor are process substitutions, not redirections. */
+	if (j == p->i && j + 1 < p->n && p->s[j + 1] == '(')
+		return 0;
+	return 1;
+}
+
+static int
+is_fd_word(const struct hs_sh_word *w)
+{
+	size_t i;
+
+	if (w->len == 1 && w->s[0] == '-')
+		return 1;
+	for (i = 0; i < w->len; i++)
+		if (!isdigit((unsigned char)w->s[i]))
+			return 0;
+	return w->len > 0;
+}
+
+static void
+parse_redirect(struct hs_sh_parser *p, struct hs_sh_redir ***tail)
+{
+	struct hs_sh_redir *r = hs_arena_zalloc(p->a, sizeof(*r));
+	struct hs_sh_heredoc *h;
+	int fd = -1, strip = 0;
+	const char *s = p->s;
+
+	if (!r) {
+		hs_sh_fail(p, "input too large");
+		return;
+	}
+	while (p->i < p->n && isdigit((unsigned char)s[p->i])) {
+		fd = (fd < 0 ? 0 : fd) * 10 + (s[p->i] - '0');
+		if (fd > 99999)
+			fd = 99999;
+		p->i++;
+	}
+	if (s[p->i] == '&') {
+		p->i += 2;
+		r->op = HS_R_ALL;
+		if (p->i < p->n && s[p->i] == '>') {
+			r->op = HS_R_ALL_APPEND;
+			p->i++;
+		}
+	} else if (s[p->i] == '<') {
+		p->i++;
+		r->op = HS_R_IN;
+		if (p->i < p->n && s[p->i] == '<') {
+			p->i++;
+			if (p->i < p->n && s[p->i] == '<') {
+				r->op = HS_R_HERESTR;
+				p->i++;
+			} else {
+				r->op = HS_R_HEREDOC;
+				if (p->i < p->n && s[p->i] == '-') {
+					strip = 1;
+					p->i++;
+				}
+			}
+		} else if (p->i < p->n && s[p->i] == '>') {
+			r->op = HS_R_RW;
+			p->i++;
+		} else if (p->i < p->n && s[p->i] == '&') {
+			r->op = HS_R_DUP_IN;
+			p->i++;
+		}
+	} else {
+		p->i++;
+		r->op = HS_R_OUT;
+		if (p->i < p->n && s[p->i] == '>') {
+			r->op = HS_R_APPEND;
+			p->i++;
+		} else if (p->i < p->n && s[p->i] == '|') {
+			r->op = HS_R_CLOBBER;
+			p->i++;
+		} else if (p->i < p->n && s[p->i] == '&') {
+			r->op = HS_R_DUP_OUT;
+			p->i++;
+		}
+	}
+	r->fd = fd;
+	skip_blanks(p);
+	if (p->i >= p->n || (hs_sh_is_meta((unsigned char)s[p->i]) &&
+	    !((s[p->i] == '<' || s[p->i] == '>') && p->i + 1 < p->n && s[p->i + 1] == '('))) {
+		hs_sh_fail(p, "missing redirection target");
+		return;
+	}
+	r->target = hs_sh_lex_word(p);
+	if (!r->target)
+		return;
+	r->target->next = NULL;
+	/* ">& file" (no descriptor) sends both streams to the file, like &>. */
+	if (r->op == HS_R_DUP_OUT && !is_fd_word(r->target) && (fd == -1 || fd == 1))
+		r->op = HS_R_ALL;
+	if (r->op == HS_R_HEREDOC) {
+		h = hs_arena_zalloc(p->a, sizeof(*h));
+		if (!h) {
+			hs_sh_fail(p, "input too large");
+			return;
+		}
+		h->r = r;
+		h->delim = r->target->s;
+		h->dlen = r->target->len;
+		h->strip = strip;
+		h->quoted = !!(r->target->flags & HS_W_QUOTED);
+		*p->hd_tail = h;
+		p->hd_tail = &h->next;
+	}
+	**tail = r;
+	*tail = &r->next;
+}
+
+static struct hs_sh_node *parse_command(struct hs_sh_parser *p);
+
+static void
+parse_trailing_redirs(struct hs_sh_parser *p, struct hs_sh_node *n)
+{
+	struct hs_sh_redir **rt = &n->redirs;
+
+	while (*rt)
+		rt = &(*rt)->next;
+	for (;;) {
+		skip_blanks(p);
+		if (p->err || p->i >= p->n || !is_redir_start(p))
+			return;
+		parse_redirect(p, &rt);
+	}
+}
+
+static void
+append(struct hs_sh_node *parent, struct hs_sh_node ***tail, struct hs_sh_node *c)
+{
+	(void)parent;
+	**tail = c;
+	*tail = &c->next;
+}
+
+static int
+expect_kw(struct hs_sh_parser *p, enum kw want, const char *msg)
+{
+	size_t len = 0;
+
+	skip_ws_nl(p);
+	if (p->err)
+		return 0;
+	if (peek_kw(p, &len) != want) {
+		hs_sh_fail(p, msg);
+		return 0;
+	}
+	p->i += len;
+	return 1;
+}
+
+static void
+skip_arith(struct hs_sh_parser *p)
+{
+	int depth = 0;
+
+	for (; p->i < p->n; p->i++) {
+		if (p->s[p->i] == '(') {
+			depth++;
+		} else if (p->s[p->i] == ')') {
+			if (--depth == 0) {
+				p->i++;
+				return;
+			}
+		}
+	}
+	hs_sh_fail(p, "unterminated ((...))");
+}
+
+static void
+add_words(struct hs_sh_parser *p, struct hs_sh_word ***tail, struct hs_sh_word *w)
+{
+	(void)p;
+	**tail = w;
+	while (w->next)
+		w = w->next;
+	*tail = &w->next;
+}
+
+static struct hs_sh_node *
+parse_if(struct hs_sh_parser *p, struct hs_sh_node *b)
+{
+	struct hs_sh_node **t = &b->child, *c;
+	size_t len = 0;
+	enum kw k;
+
+	c = hs_sh_parse_list(p, STOP(KW_THEN));
+	if (c)
+		append(b, &t, c);
+	if (!expect_kw(p, KW_THEN, "missing 'then'"))
+		return NULL;
+	for (;;) {
+		c = hs_sh_parse_list(p, STOP(KW_ELIF) | STOP(KW_ELSE) | STOP(KW_FI));
+		if (p->err)
+			return NULL;
+		if (c)
+			append(b, &t, c);
+		skip_ws_nl(p);
+		k = peek_kw(p, &len);
+		if (k == KW_FI) {
+			p->i += len;
+			return b;
+		}
+		if (k == KW_ELSE) {
+			p->i += len;
+			c = hs_sh_parse_list(p, STOP(KW_FI));
+			if (c)
+				append(b, &t, c);
+			return expect_kw(p, KW_FI, "missing 'fi'") ? b : NULL;
+		}
+		if (k != KW_ELIF) {
+			hs_sh_fail(p, "missing 'fi'");
+			return NULL;
+		}
+		p->i += len;
+		c = hs_sh_parse_list(p, STOP(KW_THEN));
+		if (c)
+			append(b, &t, c);
+		if (!expect_kw(p, KW_THEN, "missing 'then'"))
+			return NULL;
+	}
+}
+
+static struct hs_sh_node *
+parse_loop_body(struct hs_sh_parser *p, struct hs_sh_node *b, struct hs_sh_node **t)
+{
+	struct hs_sh_node *c;
+	size_t len = 0;
+
+	skip_ws_nl(p);
+	if (peek_kw(p, &len) == KW_LBRACE) {
+		/* bash also accepts "for x in y; { ...; }". */
+		p->i += len;
+		c = hs_sh_parse_list(p, STOP(KW_RBRACE));
+		if (c)
+			*t = c;
+		return expect_kw(p, KW_RBRACE, "missing '}'") ? b : NULL;
+	}
+	if (!expect_kw(p, KW_DO, "missing 'do'"))
+		return NULL;
+	c = hs_sh_parse_list(p, STOP(KW_DONE));
+	if (c)
+		*t = c;
+	return expect_kw(p, KW_DONE, "missing 'done'") ? b : NULL;
+}
+
+static struct hs_sh_node *
+parse_for(struct hs_sh_parser *p, struct hs_sh_node *b)
+{
+	struct hs_sh_word **wt = &b->words, *w;
+	size_t len = 0;
+
+	skip_blanks(p);
+	if (p->i + 1 < p->n && p->s[p->i] == '(' && p->s[p->i + 1] == '(') {
+		skip_arith(p);
+		skip_blanks(p);
+		if (p->i < p->n && p->s[p->i] == ';')
+			p->i++;
+		return p->err ? NULL : parse_loop_body(p, b, &b->child);
+	}
+	if (!hs_sh_lex_word(p))
+		return NULL;
+	skip_blanks(p);
+	if (p->i < p->n && p->s[p->i] == ';')
+		p->i++;
+	skip_ws_nl(p);
+	if (peek_kw(p, &len) == KW_IN) {
+		p->i += len;
+		for (;;) {
+			skip_blanks(p);
+			if (p->err || p->i >= p->n || p->s[p->i] == ';' || p->s[p->i] == '\n')
+				break;
+			if (hs_sh_is_meta((unsigned char)p->s[p->i]) &&
+			    !((p->s[p->i] == '<' || p->s[p->i] == '>') && p->i + 1 < p->n && p->s[p->i + 1] == '(')) {
+				hs_sh_fail(p, "unexpected character in for list");
+				return NULL;
+			}
+			w = hs_sh_lex_word(p);
+			if (!w)
+				return NULL;
+			add_words(p, &wt, w);
+		}
+		if (p->i < p->n && p->s[p->i] == ';')
+			p->i++;
+	}
+	return p->err ? NULL : parse_loop_body(p, b, &b->child);
+}
+
+static struct hs_sh_node *
+parse_case(struct hs_sh_parser *p, struct hs_sh_node *b)
+{
+	struct hs_sh_node **t = &b->child, *c;
+	struct hs_sh_word *w;
+	size_t len = 0, start;
+
+	skip_blanks(p);
+	w = hs_sh_lex_word(p);
+	if (!w)
+		return NULL;
+	b->words = w;
+	if (!expect_kw(p, KW_IN, "missing 'in'"))
+		return NULL;
+	for (;;) {
+		skip_ws_nl(p);
+		if (p->err)
+			return NULL;
+		if (p->i >= p->n) {
+			hs_sh_fail(p, "missing 'esac'");
+			return NULL;
+		}
+		if (peek_kw(p, &len) == KW_ESAC) {
+			p->i += len;
+			return b;
+		}
+		start = p->i;
+		if (p->s[p->i] == '(')
+			p->i++;
+		for (;;) {
+			skip_blanks(p);
+			if (p->i >= p->n) {
+				hs_sh_fail(p, "missing ')' in case pattern");
+				return NULL;
+			}
+			if (p->s[p->i] == ')') {
+				p->i++;
+				break;
+			}
+			if (p->s[p->i] == '|') {
+				p->i++;
+				continue;
+			}
+			if (hs_sh_is_meta((unsigned char)p->s[p->i])) {
+				hs_sh_fail(p, "bad case pattern");
+				return NULL;
+			}
+			if (!hs_sh_lex_word(p))
+				return NULL;
+		}
+		c = hs_sh_parse_list(p, STOP(KW_ESAC));
+		if (p->err)
+			return NULL;
+		if (c)
+			append(b, &t, c);
+		skip_ws_nl(p);
+		if (p->i + 2 < p->n + 1 && p->i + 1 < p->n && p->s[p->i] == ';' && (p->s[p->i + 1] == ';' || p->s[p->i + 1] == '&')) {
+			p->i += 2;
+			if (p->i < p->n && p->s[p->i] == '&')
+				p->i++;
+		}
+		if (p->i == start) {
+			hs_sh_fail(p, "bad case item");
+			return NULL;
+		}
+	}
+}
+
+/* [[ ... ]]: < > && || ( ) are operators of the test, not of the shell. */
+static struct hs_sh_node *
+parse_dbracket(struct hs_sh_parser *p, struct hs_sh_node *n)
+{
+	struct hs_sh_word **wt = &n->words, *w;
+	char c;
+
+	w = hs_sh_word_lit(p->a, "[[", 2);
+	if (!w) {
+		hs_sh_fail(p, "input too large");
+		return NULL;
+	}
+	add_words(p, &wt, w);
+	for (;;) {
+		skip_blanks(p);
+		if (p->i >= p->n || p->s[p->i] == '\n') {
+			hs_sh_fail(p, "missing ']]'");
+			return NULL;
+		}
+		if (p->i + 1 < p->n && p->s[p->i] == ']' && p->s[p->i + 1] == ']' &&
+		    (p->i + 2 >= p->n || hs_sh_is_meta((unsigned char)p->s[p->i + 2]))) {
+			p->i += 2;
+			return n;
+		}
+		c = p->s[p->i];
+		if (hs_sh_is_meta((unsigned char)c)) {
+			size_t l = (p->i + 1 < p->n && (c == '&' || c == '|') && p->s[p->i + 1] == c) ? 2 : 1;
+
+			w = hs_sh_word_lit(p->a, p->s + p->i, l);
+			p->i += l;
+		} else {
+			w = hs_sh_lex_word(p);
+		}
+		if (!w) {
+			hs_sh_fail(p, "input too large");
+			return NULL;
+		}
+		add_words(p, &wt, w);
+	}
+}
+
+static struct hs_sh_node *
+parse_simple(struct hs_sh_parser *p)
+{
+	struct hs_sh_node *n = new_node(p, HS_SH_CMD), *f, *body;
+	struct hs_sh_word **wt, **at, *w, *nx;
+	struct hs_sh_redir **rt;
+	char c;
+
+	if (!n)
+		return NULL;
+	wt = &n->words;
+	at = &n->assigns;
+	rt = &n->redirs;
+	for (;;) {
+		skip_blanks(p);
+		if (p->err || p->i >= p->n)
+			break;
+		c = p->s[p->i];
+		if (c == '\n' || c == ';' || c == '|' || c == ')')
+			break;
+		if (c == '&' && !(p->i + 1 < p->n && p->s[p->i + 1] == '>'))
+			break;
+		if (is_redir_start(p)) {
+			parse_redirect(p, &rt);
+			continue;
+		}
+		if (c == '(') {
+			if (n->words && !n->words->next && !n->assigns) {
+				/* name () compound-command */
+				p->i++;
+				skip_blanks(p);
+				if (p->i >= p->n || p->s[p->i] != ')') {
+					hs_sh_fail(p, "bad function definition");
+					return NULL;
+				}
+				p->i++;
+				skip_ws_nl(p);
+				body = parse_command(p);
+				if (!body) {
+					hs_sh_fail(p, "missing function body");
+					return NULL;
+				}
+				f = new_node(p, HS_SH_FUNC);
+				if (!f)
+					return NULL;
+				f->name = n->words->s;
+				f->child = body;
+				return f;
+			}
+			hs_sh_fail(p, "unexpected '('");
+			return NULL;
+		}
+		if (c == '<' || c == '>') {
+			/* A process substitution word. */
+		}
+		w = hs_sh_lex_word(p);
+		if (!w)
+			return NULL;
+		for (; w; w = nx) {
+			nx = w->next;
+			w->next = NULL;
+			if (!n->words && (w->flags & HS_W_ASSIGN)) {
+				*at = w;
+				at = &w->next;
+			} else {
+				*wt = w;
+				wt = &w->next;
+			}
+		}
+	}
+	if (!n->words && !n->assigns && !n->redirs)
+		return NULL;
+	return n;
+}
+
+static struct hs_sh_node *
+parse_compound(struct hs_sh_parser *p, enum kw kw, size_t klen)
+{
+	struct hs_sh_node *b = new_node(p, HS_SH_BLOCK), *c, *f;
+	struct hs_sh_word *name;
+	size_t len = 0;
+
+	if (!b)
+		return NULL;
+	p->i += klen;
+	switch (kw) {
+	case KW_LBRACE:
+		c = hs_sh_parse_list(p, STOP(KW_RBRACE));
+		b->child = c;
+		if (!expect_kw(p, KW_RBRACE, "missing '}'"))
+			return NULL;
+		break;
+	case KW_IF:
+		if (!parse_if(p, b))
+			return NULL;
+		break;
+	case KW_WHILE:
+	case KW_UNTIL:
+		c = hs_sh_parse_list(p, STOP(KW_DO));
+		b->child = c;
+		if (!expect_kw(p, KW_DO, "missing 'do'"))
+			return NULL;
+		c = hs_sh_parse_list(p, STOP(KW_DONE));
+		if (c) {
+			if (b->child)
+				b->child->next = c;
+			else
+				b->child = c;
+		}
+		if (!expect_kw(p, KW_DONE, "missing 'done'"))
+			return NULL;
+		break;
+	case KW_FOR:
+	case KW_SELECT:
+		if (!parse_for(p, b))
+			return NULL;
+		break;
+	case KW_CASE:
+		if (!parse_case(p, b))
+			return NULL;
+		break;
+	case KW_FUNCTION:
+		skip_blanks(p);
+		name = hs_sh_lex_word(p);
+		if (!name)
+			return NULL;
+		skip_blanks(p);
+		if (p->i + 1 < p->n && p->s[p->i] == '(') {
+			p->i++;
+			skip_blanks(p);
+			if (p->i >= p->n || p->s[p->i] != ')') {
+				hs_sh_fail(p, "bad function definition");
+				return NULL;
+			}
+			p->i++;
+		}
+		skip_ws_nl(p);
+		c = parse_command(p);
+		if (!c) {
+			hs_sh_fail(p, "missing function body");
+			return NULL;
+		}
+		f = new_node(p, HS_SH_FUNC);
+		if (!f)
+			return NULL;
+		f->name = name->s;
+		f->child = c;
+		return f;
+	case KW_DBRACKET:
+		b->kind = HS_SH_CMD;
+		if (!parse_dbracket(p, b))
+			return NULL;
+		break;
+	default:
+		hs_sh_fail(p, "unexpected keyword");
+		return NULL;
+	}
+	(void)len;
+	parse_trailing_redirs(p, b);
+	return p->err ? NULL : b;
+}
+
+static struct hs_sh_node *
+parse_command(struct hs_sh_parser *p)
+{
+	struct hs_sh_node *n = NULL;
+	size_t klen = 0;
+	enum kw kw;
+
+	if (++p->depth > HS_SH_MAX_DEPTH) {
+		hs_sh_fail(p, "nesting too deep");
+		return NULL;
+	}
+	skip_blanks(p);
+	kw = peek_kw(p, &klen);
+	switch (kw) {
+	case KW_LBRACE: case KW_IF: case KW_WHILE: case KW_UNTIL: case KW_FOR:
+	case KW_SELECT: case KW_CASE: case KW_FUNCTION: case KW_DBRACKET:
+		n = parse_compound(p, kw, klen);
+		break;
+	default:
+		if (p->i < p->n && p->s[p->i] == '(') {
+			if (p->i + 1 < p->n && p->s[p->i + 1] == '(') {
+				skip_arith(p);
+				n = p->err ? NULL : new_node(p, HS_SH_CMD);
+				if (n)
+					parse_trailing_redirs(p, n);
+				break;
+			}
+			p->i++;
+			n = new_node(p, HS_SH_BLOCK);
+			if (!n)
+				break;
+			n->child = hs_sh_parse_list(p, 0);
+			skip_ws_nl(p);
+			if (p->err)
+				break;
+			if (p->i >= p->n || p->s[p->i] != ')') {
+				hs_sh_fail(p, "missing ')'");
+				break;
+			}
+			p->i++;
+			parse_trailing_redirs(p, n);
+			break;
+		}
+		n = parse_simple(p);
+	}
+	p->depth--;
+	return p->err ? NULL : n;
+}
+
+static struct hs_sh_node *
+parse_pipeline(struct hs_sh_parser *p)
+{
+	struct hs_sh_node *first, *pipe = NULL, **t = NULL, *c;
+	size_t klen = 0;
+	enum kw kw;
+
+	skip_blanks(p);
+	kw = peek_kw(p, &klen);
+	if (kw == KW_BANG || kw == KW_TIME) {
+		p->i += klen;
+		skip_blanks(p);
+		if (kw == KW_TIME && p->i + 1 < p->n && p->s[p->i] == '-' && p->s[p->i + 1] == 'p' &&
+		    (p->i + 2 >= p->n || hs_sh_is_meta((unsigned char)p->s[p->i + 2])))
+			p->i += 2;
+	}
+	first = parse_command(p);
+	if (!first)
+		return NULL;
+	for (;;) {
+		skip_blanks(p);
+		if (p->err || p->i >= p->n || p->s[p->i] != '|' || (p->i + 1 < p->n && p->s[p->i + 1] == '|'))
+			break;
+		p->i++;
+		if (p->i < p->n && p->s[p->i] == '&')
+			p->i++;
+		skip_ws_nl(p);
+		c = parse_command(p);
+		if (!c) {
+			hs_sh_fail(p, "missing command after '|'");
+			return NULL;
+		}
+		if (!pipe) {
+			pipe = new_node(p, HS_SH_PIPE);
+			if (!pipe)
+				return NULL;
+			pipe->child = first;
+			t = &first->next;
+		}
+		*t = c;
+		t = &c->next;
+	}
+	return pipe ? pipe : first;
+}
+
+static struct hs_sh_node *
+parse_andor(struct hs_sh_parser *p)
+{
+	struct hs_sh_node *first, *list = NULL, **t = NULL, *c;
+
+	first = parse_pipeline(p);
+	if (!first)
+		return NULL;
+	for (;;) {
+		skip_blanks(p);
+		if (p->err || p->i + 1 >= p->n)
+			break;
+		if (!((p->s[p->i] == '&' && p->s[p->i + 1] == '&') || (p->s[p->i] == '|' && p->s[p->i + 1] == '|')))
+			break;
+		p->i += 2;
+		skip_ws_nl(p);
+		c = parse_pipeline(p);
+		if (!c) {
+			hs_sh_fail(p, "missing command after '&&' or '||'");
+			return NULL;
+		}
+		if (!list) {
+			list = new_node(p, HS_SH_LIST);
+			if (!list)
+				return NULL;
+			list->child = first;
+			t = &first->next;
+		}
+		*t = c;
+		t = &c->next;
+	}
+	return list ? list : first;
+}
+
+struct hs_sh_node *
+hs_sh_parse_list(struct hs_sh_parser *p, unsigned stop)
+{
+	struct hs_sh_node *list = new_node(p, HS_SH_LIST), **t, *c;
+	size_t start, klen = 0;
+	enum kw kw;
+
+	if (!list)
+		return NULL;
+	t = &list->child;
+	for (;;) {
+		skip_ws_nl(p);
+		if (p->err || p->i >= p->n)
+			break;
+		if (p->s[p->i] == ')')
+			break;
+		if (p->s[p->i] == ';' && p->i + 1 < p->n && (p->s[p->i + 1] == ';' || p->s[p->i + 1] == '&'))
+			break;
+		kw = peek_kw(p, &klen);
+		if (kw != KW_NONE && (stop & STOP(kw)))
+			break;
+		start = p->i;
+		c = parse_andor(p);
+		if (p->err)
+			break;
+		if (c) {
+			*t = c;
+			t = &c->next;
+		}
+		skip_blanks(p);
+		if (p->i < p->n) {
+			char ch = p->s[p->i], nx = p->i + 1 < p->n ? p->s[p->i + 1] : '\0';
+
+			if (ch == ';' && nx != ';' && nx != '&') {
+				p->i++;
+			} else if (ch == '&' && nx != '&' && nx != '>') {
+				if (c)
+					c->bg = 1;
+				p->i++;
+			} else if (ch == '\n') {
+				eat_newline(p);
+			}
+		}
+		if (p->i == start) {
+			hs_sh_fail(p, "unexpected character");
+			break;
+		}
+	}
+	return p->err ? NULL : list;
+}
+
+struct hs_sh_node *
+hs_sh_parse(struct hs_arena *a, const char *src, size_t len, int depth, const char **errmsg)
+{
+	struct hs_sh_parser p;
+	struct hs_sh_node *root;
+
+	hs_sh_parser_init(&p, a, src, len, depth);
+	root = p.err ? NULL : hs_sh_parse_list(&p, 0);
+	if (!p.err) {
+		skip_ws_nl(&p);
+		if (p.i < p.n)
+			hs_sh_fail(&p, p.s[p.i] == ')' ? "unexpected ')'" : "unexpected ';;'");
+	}
+	if (p.err) {
+		*errmsg = p.errmsg;
+		return NULL;
+	}
+	return root;
+}

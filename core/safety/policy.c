@@ -1,0 +1,810 @@
+#include "config.h"
+
+/*
+ * policy.c - load rule files (libconfig) and verify their examples.
+ *
+ * A policy is three kinds of data: path sets (named lists of path
+ * patterns), program declarations (how a program's argv reads and what it
+ * writes) and rules.  Files are read in directory order, then by name; a
+ * later path set of the same name extends the earlier one, a later
+ * program declaration adds to the list (the last one for a name wins), a
+ * later rule with the same id replaces the earlier rule, and
+ * "disabled = true" removes it.  See hs-policy(5).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/safety/internal.h"
+
+struct hs_pidx {
+	const char *name;
+	size_t *rules;
+	size_t n, cap;
+};
+
+struct load {
+	struct hs_policy *p;
+	const char *file;
+	char *err;
+	size_t errlen;
+	/* Predicates naming a set are linked once every file is read. */
+	struct pending {
+		struct hs_pred *pred;
+		const char *file;
+		const char *rule;
+	} *pend;
+	size_t npend, cappend;
+};
+
+static int
+fail(struct load *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(l->err, l->errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static char *
+pstrdup(struct hs_policy *p, const char *s)
+{
+	return hs_arena_strndup(&p->mem, s, strlen(s));
+}
+
+static void *
+grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	void *na;
+
+	if (n < *cap)
+		return arr;
+	*cap = *cap ? *cap * 2 : 16;
+	na = realloc(arr, *cap * elem);
+	return na;
+}
+
+static struct hs_pathset *
+find_set(struct hs_policy *p, const char *name)
+{
+	size_t k;
+
+	for (k = 0; k < p->n_sets; k++)
+		if (!strcmp(p->sets[k].name, name))
+			return &p->sets[k];
+	return NULL;
+}
+
+static int
+set_add(struct hs_policy *p, const char *name, const char *pat)
+{
+	struct hs_pathset *s = find_set(p, name), *ns;
+	const char **np;
+
+	if (!s) {
+		ns = grow(p->sets, &p->cap_sets, p->n_sets, sizeof(*p->sets));
+		if (!ns)
+			return -1;
+		p->sets = ns;
+		s = &p->sets[p->n_sets++];
+		memset(s, 0, sizeof(*s));
+		s->name = pstrdup(p, name);
+	}
+	np = grow(s->pats, &s->cap, s->n, sizeof(*s->pats));
+	if (!np)
+		return -1;
+	s->pats = np;
+	s->pats[s->n] = pstrdup(p, pat);
+	if (!s->pats[s->n] || !s->name)
+		return -1;
+	s->n++;
+	return 0;
+}
+
+/* A path handed in by the core: spelled with "~" when under home, like rule paths. */
+static int
+add_protected(struct hs_policy *p, const char *path)
+{
+	char buf[1100];
+	size_t l = strlen(path);
+
+	while (l > 1 && path[l - 1] == '/')
+		l--;
+	if (p->home && p->home_len > 1 && !strncmp(path, p->home, p->home_len) &&
+	    (path[p->home_len] == '/' || !path[p->home_len]))
+		snprintf(buf, sizeof(buf), "~%.*s", (int)(l - p->home_len), path + p->home_len);
+	else
+		snprintf(buf, sizeof(buf), "%.*s", (int)l, path);
+	return set_add(p, "hs-self", buf);
+}
+
+/* A setting that is a string or a list/array of strings, as a strlist. */
+static int
+get_strlist(struct load *l, const config_setting_t *s, struct hs_strlist *out, const char *what)
+{
+	int n, i;
+	const char *v;
+
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return 0;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		out->v = hs_arena_alloc(&l->p->mem, sizeof(*out->v));
+		if (!out->v)
+			return fail(l, "out of memory");
+		out->v[0] = pstrdup(l->p, config_setting_get_string(s));
+		out->n = 1;
+		return 0;
+	}
+	if (!config_setting_is_aggregate(s))
+		return fail(l, "%s:%d: '%s' must be a string or a list of strings", l->file,
+			    config_setting_source_line(s), what);
+	n = config_setting_length(s);
+	out->v = hs_arena_alloc(&l->p->mem, sizeof(*out->v) * (size_t)(n ? n : 1));
+	if (!out->v)
+		return fail(l, "out of memory");
+	for (i = 0; i < n; i++) {
+		v = config_setting_get_string(config_setting_get_elem(s, (unsigned)i));
+		if (!v)
+			return fail(l, "%s:%d: '%s' must hold strings only", l->file, config_setting_source_line(s), what);
+		out->v[out->n++] = pstrdup(l->p, v);
+	}
+	return 0;
+}
+
+static int parse_pred(struct load *l, const char *src, struct hs_pred *pr, const char *rule);
+
+static int
+pend_set(struct load *l, struct hs_pred *pr, const char *rule)
+{
+	struct pending *np = grow(l->pend, &l->cappend, l->npend, sizeof(*l->pend));
+
+	if (!np)
+		return fail(l, "out of memory");
+	l->pend = np;
+	l->pend[l->npend].pred = pr;
+	l->pend[l->npend].file = l->file;
+	l->pend[l->npend].rule = rule;
+	l->npend++;
+	return 0;
+}
+
+static int
+parse_pred(struct load *l, const char *src, struct hs_pred *pr, const char *rule)
+{
+	static const struct {
+		const char *prefix;
+		int kind;
+	} kinds[] = {
+		{ "glob:", HS_P_GLOB }, { "iglob:", HS_P_IGLOB }, { "path:", HS_P_PATH }, { "under:", HS_P_UNDER },
+		{ "has:", HS_P_HAS }, { "sql:", HS_P_SQL }, { "mount:", HS_P_MOUNT }, { "value:", HS_P_VALUE },
+	};
+	size_t k, pl;
+	const char *arg = src, *eq;
+
+	memset(pr, 0, sizeof(*pr));
+	pr->kind = HS_P_GLOB;
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		pl = strlen(kinds[k].prefix);
+		if (!strncmp(src, kinds[k].prefix, pl)) {
+			pr->kind = kinds[k].kind;
+			arg = src + pl;
+			break;
+		}
+	}
+	switch (pr->kind) {
+	case HS_P_SQL:
+		if (strcmp(arg, "destructive"))
+			return fail(l, "%s: rule '%s': unknown predicate '%s'", l->file, rule, src);
+		break;
+	case HS_P_MOUNT:
+		pr->inner = hs_arena_zalloc(&l->p->mem, sizeof(*pr->inner));
+		if (!pr->inner)
+			return fail(l, "out of memory");
+		return parse_pred(l, arg, pr->inner, rule);
+	case HS_P_VALUE:
+		eq = strchr(arg, '=');
+		if (!eq || eq == arg)
+			return fail(l, "%s: rule '%s': predicate '%s' needs KEY=PREDICATE", l->file, rule, src);
+		pr->arg = hs_arena_strndup(&l->p->mem, arg, (size_t)(eq - arg));
+		pr->arglen = (size_t)(eq - arg);
+		pr->inner = hs_arena_zalloc(&l->p->mem, sizeof(*pr->inner));
+		if (!pr->inner || !pr->arg)
+			return fail(l, "out of memory");
+		return parse_pred(l, eq + 1, pr->inner, rule);
+	case HS_P_PATH:
+	case HS_P_UNDER:
+		pr->arg = pstrdup(l->p, arg);
+		return pend_set(l, pr, rule);
+	default:
+		break;
+	}
+	pr->arg = pstrdup(l->p, arg);
+	pr->arglen = strlen(arg);
+	return pr->arg ? 0 : fail(l, "out of memory");
+}
+
+static int
+get_predlist(struct load *l, const config_setting_t *s, struct hs_predlist *out, const char *what, const char *rule)
+{
+	struct hs_strlist sl;
+	size_t k;
+
+	memset(out, 0, sizeof(*out));
+	if (get_strlist(l, s, &sl, what))
+		return -1;
+	if (!sl.n)
+		return 0;
+	out->v = hs_arena_zalloc(&l->p->mem, sizeof(*out->v) * sl.n);
+	if (!out->v)
+		return fail(l, "out of memory");
+	for (k = 0; k < sl.n; k++)
+		if (parse_pred(l, sl.v[k], &out->v[k], rule))
+			return -1;
+	out->n = sl.n;
+	return 0;
+}
+
+/* "r|R|recursive" or "pid=host" or "v|volume=mount:path:hostroot". */
+static int
+parse_flag(struct load *l, const char *src, struct hs_flagspec *f, const char *rule)
+{
+	const char *eq = strchr(src, '='), *end = eq ? eq : src + strlen(src), *a = src, *bar;
+
+	memset(f, 0, sizeof(*f));
+	while (a < end) {
+		bar = memchr(a, '|', (size_t)(end - a));
+		if (!bar)
+			bar = end;
+		if (bar == a || f->n >= 8)
+			return fail(l, "%s: rule '%s': bad flag '%s'", l->file, rule, src);
+		f->names[f->n++] = hs_arena_strndup(&l->p->mem, a, (size_t)(bar - a));
+		a = bar + 1;
+	}
+	if (!f->n)
+		return fail(l, "%s: rule '%s': bad flag '%s'", l->file, rule, src);
+	if (eq) {
+		f->value = hs_arena_zalloc(&l->p->mem, sizeof(*f->value));
+		if (!f->value)
+			return fail(l, "out of memory");
+		return parse_pred(l, eq + 1, f->value, rule);
+	}
+	return 0;
+}
+
+static int
+get_flaglist(struct load *l, const config_setting_t *s, struct hs_flaglist *out, const char *what, const char *rule)
+{
+	struct hs_strlist sl;
+	size_t k;
+
+	memset(out, 0, sizeof(*out));
+	if (get_strlist(l, s, &sl, what))
+		return -1;
+	if (!sl.n)
+		return 0;
+	out->v = hs_arena_zalloc(&l->p->mem, sizeof(*out->v) * sl.n);
+	if (!out->v)
+		return fail(l, "out of memory");
+	for (k = 0; k < sl.n; k++)
+		if (parse_flag(l, sl.v[k], &out->v[k], rule))
+			return -1;
+	out->n = sl.n;
+	return 0;
+}
+
+static int
+load_pathsets(struct load *l, const config_setting_t *g)
+{
+	int i, j, n, m;
+	const config_setting_t *s;
+	const char *v;
+
+	if (!config_setting_is_group(g))
+		return fail(l, "%s:%d: 'pathsets' must be a group", l->file, config_setting_source_line(g));
+	n = config_setting_length(g);
+	for (i = 0; i < n; i++) {
+		s = config_setting_get_elem(g, (unsigned)i);
+		if (!config_setting_is_aggregate(s))
+			return fail(l, "%s:%d: path set '%s' must be a list", l->file, config_setting_source_line(s),
+				    config_setting_name(s));
+		m = config_setting_length(s);
+		for (j = 0; j < m; j++) {
+			v = config_setting_get_string(config_setting_get_elem(s, (unsigned)j));
+			if (!v)
+				return fail(l, "%s:%d: path set '%s' must hold strings", l->file,
+					    config_setting_source_line(s), config_setting_name(s));
+			if (set_add(l->p, config_setting_name(s), v))
+				return fail(l, "out of memory");
+		}
+	}
+	return 0;
+}
+
+static int
+load_programs(struct load *l, const config_setting_t *list)
+{
+	struct hs_policy *p = l->p;
+	const config_setting_t *e, *s;
+	struct hs_progdecl *d, *nd;
+	struct hs_strlist args;
+	const char *w;
+	size_t k, sl;
+	int i, n;
+
+	n = config_setting_length(list);
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(list, (unsigned)i);
+		nd = grow(p->decls, &p->cap_decls, p->n_decls, sizeof(*p->decls));
+		if (!nd)
+			return fail(l, "out of memory");
+		p->decls = nd;
+		d = &p->decls[p->n_decls];
+		memset(d, 0, sizeof(*d));
+		if (get_strlist(l, config_setting_get_member(e, "names"), &d->names, "names"))
+			return -1;
+		if (!d->names.n)
+			return fail(l, "%s:%d: program declaration without 'names'", l->file, config_setting_source_line(e));
+		if (get_strlist(l, config_setting_get_member(e, "arg_options"), &args, "arg_options"))
+			return -1;
+		for (k = 0; k < args.n; k++) {
+			if (args.v[k][0] == '-' && args.v[k][1] == '-') {
+				if (!d->long_arg.v) {
+					d->long_arg.v = hs_arena_alloc(&p->mem, sizeof(char *) * args.n);
+					if (!d->long_arg.v)
+						return fail(l, "out of memory");
+				}
+				d->long_arg.v[d->long_arg.n++] = args.v[k] + 2;
+			} else if (args.v[k][0] == '-' && args.v[k][1] && !args.v[k][2]) {
+				sl = strlen(d->short_arg);
+				if (sl + 1 < sizeof(d->short_arg))
+					d->short_arg[sl] = args.v[k][1];
+			} else {
+				return fail(l, "%s: bad arg_option '%s' (use -x or --long)", l->file, args.v[k]);
+			}
+		}
+		s = config_setting_get_member(e, "writes");
+		if (s) {
+			w = config_setting_get_string(s);
+			if (!w)
+				return fail(l, "%s:%d: 'writes' must be a string", l->file, config_setting_source_line(s));
+			if (!strcmp(w, "args"))
+				d->writes = HS_WR_ARGS;
+			else if (!strcmp(w, "last"))
+				d->writes = HS_WR_LAST;
+			else if (!strncmp(w, "kv:", 3) && w[3])
+				d->writes = HS_WR_KV, d->writes_key = pstrdup(p, w + 3);
+			else if (strcmp(w, "none"))
+				return fail(l, "%s:%d: unknown 'writes' value '%s'", l->file, config_setting_source_line(s), w);
+		}
+		if (get_flaglist(l, config_setting_get_member(e, "write_options"), &d->write_opts, "write_options", d->names.v[0]) ||
+		    get_flaglist(l, config_setting_get_member(e, "writes_if"), &d->writes_if, "writes_if", d->names.v[0]))
+			return -1;
+		p->n_decls++;
+	}
+	return 0;
+}
+
+static const char *const match_keys[] = { "program", "program_not", "subcommand", "flags_all", "flags_any",
+	"flags_none", "args_any", "args_all", "words_any", "words_all", "last_arg", "values_any", "writes_any",
+	"reads_any", "redirects_any", "env_any", "stdin_text_any", "stdin_from", "script_from", "min_args", NULL };
+static const char *const rule_keys[] = { "id", "severity", "scope", "description", "match", "examples",
+	"counterexamples", "disabled", NULL };
+
+static int
+known_key(const char *name, const char *const *keys)
+{
+	for (; *keys; keys++)
+		if (!strcmp(name, *keys))
+			return 1;
+	return 0;
+}
+
+static int
+load_rule(struct load *l, const config_setting_t *e)
+{
+	struct hs_policy *p = l->p;
+	struct hs_rule r, *nr;
+	const config_setting_t *m;
+	const char *id = NULL, *sev = NULL, *scope = NULL, *desc = NULL;
+	int disabled = 0, i, n, line = config_setting_source_line(e);
+	size_t k;
+
+	memset(&r, 0, sizeof(r));
+	n = config_setting_length(e);
+	for (i = 0; i < n; i++) {
+		const char *name = config_setting_name(config_setting_get_elem(e, (unsigned)i));
+
+		if (!name || !known_key(name, rule_keys))
+			return fail(l, "%s:%d: unknown rule field '%s'", l->file, line, name ? name : "?");
+	}
+	if (!config_setting_lookup_string(e, "id", &id) || !*id)
+		return fail(l, "%s:%d: rule without 'id'", l->file, line);
+	config_setting_lookup_bool(e, "disabled", &disabled);
+	if (disabled) {
+		for (k = 0; k < p->n_rules; k++) {
+			if (!strcmp(p->rules[k].id, id)) {
+				memmove(&p->rules[k], &p->rules[k + 1], (p->n_rules - k - 1) * sizeof(r));
+				p->n_rules--;
+				break;
+			}
+		}
+		return 0;
+	}
+	if (!config_setting_lookup_string(e, "severity", &sev) || (strcmp(sev, "hardline") && strcmp(sev, "dangerous")))
+		return fail(l, "%s:%d: rule '%s': 'severity' must be \"hardline\" or \"dangerous\"", l->file, line, id);
+	if (!config_setting_lookup_string(e, "scope", &scope) || (strcmp(scope, "host") && strcmp(scope, "sandbox")))
+		return fail(l, "%s:%d: rule '%s': 'scope' must be \"host\" or \"sandbox\"", l->file, line, id);
+	if (!config_setting_lookup_string(e, "description", &desc))
+		return fail(l, "%s:%d: rule '%s': missing 'description'", l->file, line, id);
+	if (strlen(id) >= 64)
+		return fail(l, "%s:%d: rule id '%s' is longer than 63 characters", l->file, line, id);
+	r.id = pstrdup(p, id);
+	r.hardline = !strcmp(sev, "hardline");
+	r.host_scope = !strcmp(scope, "host");
+	r.description = pstrdup(p, desc);
+	r.file = pstrdup(p, l->file);
+	m = config_setting_get_member(e, "match");
+	if (!m || !config_setting_is_group(m))
+		return fail(l, "%s:%d: rule '%s': missing 'match' group", l->file, line, id);
+	n = config_setting_length(m);
+	for (i = 0; i < n; i++) {
+		const char *name = config_setting_name(config_setting_get_elem(m, (unsigned)i));
+
+		if (!known_key(name, match_keys))
+			return fail(l, "%s:%d: rule '%s': unknown match field '%s'", l->file, line, id, name);
+	}
+	config_setting_lookup_int(m, "min_args", &r.min_args);
+	if (get_strlist(l, config_setting_get_member(m, "program"), &r.programs, "program") ||
+	    get_strlist(l, config_setting_get_member(m, "program_not"), &r.programs_not, "program_not") ||
+	    get_strlist(l, config_setting_get_member(m, "subcommand"), &r.subcommands, "subcommand") ||
+	    get_flaglist(l, config_setting_get_member(m, "flags_all"), &r.flags_all, "flags_all", id) ||
+	    get_flaglist(l, config_setting_get_member(m, "flags_any"), &r.flags_any, "flags_any", id) ||
+	    get_flaglist(l, config_setting_get_member(m, "flags_none"), &r.flags_none, "flags_none", id) ||
+	    get_predlist(l, config_setting_get_member(m, "args_any"), &r.args_any, "args_any", id) ||
+	    get_predlist(l, config_setting_get_member(m, "args_all"), &r.args_all, "args_all", id) ||
+	    get_predlist(l, config_setting_get_member(m, "words_any"), &r.words_any, "words_any", id) ||
+	    get_predlist(l, config_setting_get_member(m, "words_all"), &r.words_all, "words_all", id) ||
+	    get_predlist(l, config_setting_get_member(m, "last_arg"), &r.last_arg, "last_arg", id) ||
+	    get_predlist(l, config_setting_get_member(m, "values_any"), &r.values_any, "values_any", id) ||
+	    get_predlist(l, config_setting_get_member(m, "writes_any"), &r.writes_any, "writes_any", id) ||
+	    get_predlist(l, config_setting_get_member(m, "reads_any"), &r.reads_any, "reads_any", id) ||
+	    get_predlist(l, config_setting_get_member(m, "redirects_any"), &r.redirs_any, "redirects_any", id) ||
+	    get_predlist(l, config_setting_get_member(m, "env_any"), &r.env_any, "env_any", id) ||
+	    get_predlist(l, config_setting_get_member(m, "stdin_text_any"), &r.stdin_text_any, "stdin_text_any", id) ||
+	    get_strlist(l, config_setting_get_member(m, "stdin_from"), &r.stdin_from, "stdin_from") ||
+	    get_strlist(l, config_setting_get_member(m, "script_from"), &r.script_from, "script_from") ||
+	    get_strlist(l, config_setting_get_member(e, "examples"), &r.examples, "examples") ||
+	    get_strlist(l, config_setting_get_member(e, "counterexamples"), &r.counterexamples, "counterexamples"))
+		return -1;
+	r.any_program = r.programs.n == 0;
+	for (k = 0; k < p->n_rules; k++) {
+		if (!strcmp(p->rules[k].id, r.id)) {
+			p->rules[k] = r; /* a later file overrides */
+			return 0;
+		}
+	}
+	nr = grow(p->rules, &p->cap_rules, p->n_rules, sizeof(*p->rules));
+	if (!nr)
+		return fail(l, "out of memory");
+	p->rules = nr;
+	p->rules[p->n_rules++] = r;
+	return 0;
+}
+
+static int
+check_owner(struct load *l, const struct stat *st, const char *path)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return fail(l, "refusing policy '%s': owned by uid %u, not root or the user", path, (unsigned)st->st_uid);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return fail(l, "refusing policy '%s': writable by group or others", path);
+	return 0;
+}
+
+static int
+load_file(struct load *l, const char *path)
+{
+	config_t cfg;
+	const config_setting_t *s;
+	struct stat st;
+	FILE *fp = NULL;
+	int fd, rc = -1, i, n;
+
+	config_init(&cfg);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		fail(l, "cannot open policy '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		fail(l, "refusing policy '%s': not a regular file", path);
+		close(fd);
+		goto out;
+	}
+	if (check_owner(l, &st, path)) {
+		close(fd);
+		goto out;
+	}
+	fp = fdopen(fd, "r");
+	if (!fp) {
+		close(fd);
+		fail(l, "cannot read policy '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	l->file = pstrdup(l->p, path);
+	if (!config_read(&cfg, fp)) {
+		fail(l, "%s:%d: %s", path, config_error_line(&cfg), config_error_text(&cfg));
+		goto out;
+	}
+	if ((s = config_lookup(&cfg, "pathsets")) && load_pathsets(l, s))
+		goto out;
+	if ((s = config_lookup(&cfg, "programs")) && load_programs(l, s))
+		goto out;
+	if ((s = config_lookup(&cfg, "rules"))) {
+		n = config_setting_length(s);
+		for (i = 0; i < n; i++)
+			if (load_rule(l, config_setting_get_elem(s, (unsigned)i)))
+				goto out;
+	}
+	rc = 0;
+out:
+	if (fp)
+		fclose(fp);
+	config_destroy(&cfg);
+	return rc;
+}
+
+static int
+rules_filter(const struct dirent *d)
+{
+	size_t l = strlen(d->d_name);
+
+	return d->d_name[0] != '.' && l > 6 && !strcmp(d->d_name + l - 6, ".rules");
+}
+
+static int
+load_dir(struct load *l, const char *dir)
+{
+	struct dirent **ents = NULL;
+	struct stat st;
+	char path[4096];
+	int n, i, rc = 0;
+
+	if (stat(dir, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		return fail(l, "cannot read policy directory '%s': %s", dir, strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode))
+		return fail(l, "policy directory '%s' is not a directory", dir);
+	if (check_owner(l, &st, dir))
+		return -1;
+	n = scandir(dir, &ents, rules_filter, alphasort);
+	if (n < 0)
+		return fail(l, "cannot read policy directory '%s': %s", dir, strerror(errno));
+	for (i = 0; i < n; i++) {
+		if (!rc) {
+			snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name);
+			rc = load_file(l, path);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	return rc;
+}
+
+static size_t
+hash(const char *s)
+{
+	size_t h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+static struct hs_pidx *
+idx_slot(struct hs_policy *p, const char *name)
+{
+	size_t h = hash(name) & (p->idx_cap - 1);
+
+	while (p->idx[h].name && strcmp(p->idx[h].name, name))
+		h = (h + 1) & (p->idx_cap - 1);
+	return &p->idx[h];
+}
+
+static int
+build_index(struct hs_policy *p)
+{
+	size_t k, j, total = 0;
+	struct hs_pidx *e;
+	size_t *nr;
+
+	for (k = 0; k < p->n_rules; k++)
+		total += p->rules[k].programs.n;
+	for (p->idx_cap = 64; p->idx_cap < total * 2 + 1; p->idx_cap *= 2)
+		;
+	p->idx = calloc(p->idx_cap, sizeof(*p->idx));
+	p->generic = calloc(p->n_rules + 1, sizeof(*p->generic));
+	if (!p->idx || !p->generic)
+		return -1;
+	for (k = 0; k < p->n_rules; k++) {
+		const struct hs_rule *r = &p->rules[k];
+		int glob = r->programs.n == 0;
+
+		for (j = 0; j < r->programs.n; j++)
+			if (strpbrk(r->programs.v[j], "*?["))
+				glob = 1;
+		if (glob) {
+			p->generic[p->n_generic++] = k;
+			continue;
+		}
+		for (j = 0; j < r->programs.n; j++) {
+			e = idx_slot(p, r->programs.v[j]);
+			e->name = r->programs.v[j];
+			if (e->n && e->rules[e->n - 1] == k)
+				continue;
+			nr = grow(e->rules, &e->cap, e->n, sizeof(*e->rules));
+			if (!nr)
+				return -1;
+			e->rules = nr;
+			e->rules[e->n++] = k;
+		}
+	}
+	return 0;
+}
+
+void
+hs_policy_candidates(const struct hs_policy *p, const char *prog, void (*fn)(void *ctx, size_t ri), void *ctx)
+{
+	size_t h, k;
+
+	if (prog[0]) {
+		h = hash(prog) & (p->idx_cap - 1);
+		while (p->idx[h].name) {
+			if (!strcmp(p->idx[h].name, prog)) {
+				for (k = 0; k < p->idx[h].n; k++)
+					fn(ctx, p->idx[h].rules[k]);
+				break;
+			}
+			h = (h + 1) & (p->idx_cap - 1);
+		}
+	}
+	for (k = 0; k < p->n_generic; k++)
+		fn(ctx, p->generic[k]);
+}
+
+const struct hs_progdecl *
+hs_policy_decl(const struct hs_policy *p, const char *prog)
+{
+	size_t k, j;
+
+	/* The last declaration of a name wins, so admins can redeclare. */
+	for (k = p->n_decls; k-- > 0;)
+		for (j = 0; j < p->decls[k].names.n; j++)
+			if (!strcmp(p->decls[k].names.v[j], prog))
+				return &p->decls[k];
+	return NULL;
+}
+
+size_t
+hs_policy_rule_count(const struct hs_policy *p)
+{
+	return p ? p->n_rules : 0;
+}
+
+void
+hs_policy_free(struct hs_policy *p)
+{
+	size_t k;
+
+	if (!p)
+		return;
+	for (k = 0; k < p->n_sets; k++)
+		free(p->sets[k].pats);
+	free(p->sets);
+	if (p->idx)
+		for (k = 0; k < p->idx_cap; k++)
+			free(p->idx[k].rules);
+	free(p->idx);
+	free(p->generic);
+	free(p->rules);
+	free(p->decls);
+	hs_arena_free(&p->mem);
+	free(p);
+}
+
+int
+hs_policy_load(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
+	       const struct hs_policy_paths *paths, char *err, size_t errlen)
+{
+	struct hs_policy *p;
+	struct load l;
+	size_t k;
+	int rc = -1;
+
+	memset(&l, 0, sizeof(l));
+	l.err = err;
+	l.errlen = errlen;
+	*out = NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return fail(&l, "out of memory");
+	hs_arena_init(&p->mem, NULL, 0, (size_t)1 << 30);
+	l.p = p;
+	if (paths && paths->home && paths->home[0] == '/') {
+		p->home = pstrdup(p, paths->home);
+		p->home_len = strlen(p->home);
+		while (p->home_len > 1 && p->home[p->home_len - 1] == '/')
+			p->home_len--;
+	}
+	for (k = 0; paths && k < paths->n_protected; k++)
+		if (paths->protected_paths[k] && paths->protected_paths[k][0] && add_protected(p, paths->protected_paths[k]))
+			goto out;
+	for (k = 0; k < n_dirs; k++)
+		if (load_dir(&l, dirs[k]))
+			goto out;
+	for (k = 0; k < l.npend; k++) {
+		struct hs_pred *pr = l.pend[k].pred;
+
+		pr->set = find_set(p, pr->arg);
+		if (!pr->set) {
+			fail(&l, "%s: rule '%s': unknown path set '%s'", l.pend[k].file, l.pend[k].rule, pr->arg);
+			goto out;
+		}
+	}
+	if (build_index(p)) {
+		fail(&l, "out of memory");
+		goto out;
+	}
+	*out = p;
+	p = NULL;
+	rc = 0;
+out:
+	free(l.pend);
+	hs_policy_free(p);
+	return rc;
+}
+
+int
+hs_policy_verify_examples(const struct hs_policy *p, char *err, size_t errlen)
+{
+	struct hs_analysis an;
+	size_t k, j, f;
+	int failures = 0, hit;
+
+	if (err && errlen)
+		err[0] = '\0';
+	for (k = 0; k < p->n_rules; k++) {
+		const struct hs_rule *r = &p->rules[k];
+
+		for (j = 0; j < r->examples.n + r->counterexamples.n; j++) {
+			int is_ex = j < r->examples.n;
+			const char *cmd = is_ex ? r->examples.v[j] : r->counterexamples.v[j - r->examples.n];
+
+			hs_analyse(p, cmd, HS_CONTEXT_HOST, &an);
+			hit = 0;
+			for (f = 0; f < an.n_findings; f++)
+				if (!strcmp(an.findings[f].rule_id, r->id))
+					hit = 1;
+			if (hit != is_ex) {
+				if (!failures && err && errlen)
+					snprintf(err, errlen, "rule '%s': %s '%s' %s", r->id,
+						 is_ex ? "example" : "counterexample", cmd,
+						 is_ex ? "does not match" : "matches");
+				failures++;
+			}
+		}
+	}
+	return failures;
+}

@@ -1,0 +1,287 @@
+/*
+ * session.c - session records, names and locks.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/core.h"
+#include "core/json.h"
+#include "core/pathsec.h"
+#include "core/session.h"
+
+int
+hs_session_name_valid(const char *name)
+{
+	size_t n = 0;
+	if (!name || name[0] == '.' || name[0] == '-' || name[0] == '\0')
+		return 0;
+	for (; name[n]; n++)
+		if (!(isalnum((unsigned char)name[n]) || name[n] == '.' || name[n] == '_' ||
+		      name[n] == '-'))
+			return 0;
+	return n <= 64;
+}
+
+void
+hs_session_env_name(const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "hs-%u-%s", (unsigned)geteuid(), name);
+}
+
+int
+hs_session_dir(struct hs_core *c, char *out, size_t len, char *err, size_t errlen)
+{
+	int n = snprintf(out, len, "%s/sessions", c->paths.state);
+	if (n < 0 || (size_t)n >= len) {
+		snprintf(err, errlen, "state directory path too long");
+		return -1;
+	}
+	return hs_pathsec_private_dir(out, err, errlen);
+}
+
+static int
+record_path(struct hs_core *c, const char *name, const char *suffix, char *out, size_t len,
+            char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	if (!hs_session_name_valid(name)) {
+		snprintf(err, errlen, "invalid session name '%.80s' (use 1-64 of A-Z a-z 0-9 . _ -, "
+		         "not starting with '.' or '-')", name);
+		return -1;
+	}
+	if (hs_session_dir(c, dir, sizeof(dir), err, errlen) < 0)
+		return -1;
+	snprintf(out, len, "%s/%s%s", dir, name, suffix);
+	return 0;
+}
+
+int
+hs_record_load(struct hs_core *c, const char *name, struct hs_record *r, char *err, size_t errlen)
+{
+	char path[PATH_MAX], buf[8192], perr[256];
+	ssize_t n;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	if (record_path(c, name, "", path, sizeof(path), err, errlen) < 0)
+		return -1;
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return 1;
+	fd = hs_pathsec_open(path, O_RDONLY, err, errlen);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	buf[n] = '\0';
+	yajl_val root = yajl_tree_parse(buf, perr, sizeof(perr));
+	if (!root || !YAJL_IS_OBJECT(root)) {
+		snprintf(err, errlen, "session record '%s' is corrupt; remove it with 'hs session close %s'",
+		         path, name);
+		yajl_tree_free(root);
+		return -1;
+	}
+	static const char *kb[] = { "backend", NULL }, *ke[] = { "env", NULL },
+	                  *ki[] = { "image", NULL }, *kc[] = { "created", NULL },
+	                  *ku[] = { "used", NULL }, *kp[] = { "persistent", NULL };
+	yajl_val v;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	if ((v = yajl_tree_get(root, kb, yajl_t_string)))
+		snprintf(r->backend, sizeof(r->backend), "%s", YAJL_GET_STRING(v));
+	if ((v = yajl_tree_get(root, ke, yajl_t_string)))
+		snprintf(r->env_name, sizeof(r->env_name), "%s", YAJL_GET_STRING(v));
+	if ((v = yajl_tree_get(root, ki, yajl_t_string)))
+		snprintf(r->image, sizeof(r->image), "%s", YAJL_GET_STRING(v));
+	if ((v = yajl_tree_get(root, kc, yajl_t_number)) && YAJL_IS_INTEGER(v))
+		r->created = YAJL_GET_INTEGER(v);
+	if ((v = yajl_tree_get(root, ku, yajl_t_number)) && YAJL_IS_INTEGER(v))
+		r->used = YAJL_GET_INTEGER(v);
+	v = yajl_tree_get(root, kp, yajl_t_any);
+	r->persistent = v && YAJL_IS_TRUE(v);
+	yajl_tree_free(root);
+	if (!r->backend[0] || !r->env_name[0]) {
+		snprintf(err, errlen, "session record '%s' is incomplete", path);
+		return -1;
+	}
+	return 0;
+}
+
+int
+hs_record_save(struct hs_core *c, const struct hs_record *r, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	const unsigned char *buf;
+	size_t len;
+	int rc;
+
+	if (record_path(c, r->name, "", path, sizeof(path), err, errlen) < 0)
+		return -1;
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	hs_json_kstr(g, "backend", r->backend);
+	hs_json_kstr(g, "env", r->env_name);
+	if (r->image[0])
+		hs_json_kstr(g, "image", r->image);
+	hs_json_kint(g, "created", r->created);
+	hs_json_kint(g, "used", r->used);
+	hs_json_kbool(g, "persistent", r->persistent);
+	yajl_gen_map_close(g);
+	yajl_gen_get_buf(g, &buf, &len);
+	rc = hs_pathsec_write_atomic(path, buf, len, 0600, err, errlen);
+	yajl_gen_free(g);
+	return rc;
+}
+
+int
+hs_record_remove(struct hs_core *c, const char *name)
+{
+	char path[PATH_MAX], err[256];
+	if (record_path(c, name, "", path, sizeof(path), err, sizeof(err)) < 0)
+		return -1;
+	int rc = unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".lock");
+	unlink(path);
+	return rc;
+}
+
+int
+hs_session_lock(struct hs_core *c, const char *name, int wait_ms, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (record_path(c, name, ".lock", path, sizeof(path), err, errlen) < 0)
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open lock '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		snprintf(err, errlen, "lock '%s' is not a regular file of this user", path);
+		close(fd);
+		return -1;
+	}
+	for (int waited = 0;; waited += 20) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			snprintf(err, errlen, "cannot lock '%s': %s", path, strerror(errno));
+			break;
+		}
+		if (waited >= wait_ms) {
+			snprintf(err, errlen, "session '%s' is busy in another hs process", name);
+			break;
+		}
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	return -1;
+}
+
+#include "core/exec.h"
+#include "core/hsconf.h"
+
+int
+hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_conn *cn,
+                 struct hs_record *rec, char *err, size_t errlen)
+{
+	char ename[128], rname[65];
+	const char *backend = req->backend;
+	int lockfd = -2, have = 0;
+
+	memset(rec, 0, sizeof(*rec));
+	if (req->name) {
+		lockfd = hs_session_lock(c, req->name, 30000, err, errlen);
+		if (lockfd < 0)
+			return -1;
+		int r = hs_record_load(c, req->name, rec, err, errlen);
+		if (r < 0)
+			goto fail;
+		have = r == 0;
+		if (have && backend && strcmp(backend, rec->backend) != 0) {
+			snprintf(err, errlen, "session '%s' uses backend '%s', not '%s' (close it first)",
+			         req->name, rec->backend, backend);
+			goto fail;
+		}
+		if (have)
+			backend = rec->backend;
+		snprintf(rname, sizeof(rname), "%s", req->name);
+	} else {
+		unsigned rnd = 0;
+		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (read(fd, &rnd, sizeof(rnd)) != sizeof(rnd))
+				rnd = (unsigned)time(NULL);
+			close(fd);
+		}
+		snprintf(rname, sizeof(rname), "run-%ld-%08x", (long)getpid(), rnd);
+	}
+	if (!backend && hs_conf_string(c->conf, "backend", &backend) != 0)
+		backend = "local";
+	struct hs_backend *be = hs_core_backend(c, backend, err, errlen);
+	if (!be)
+		goto fail;
+	hs_session_env_name(rname, ename, sizeof(ename));
+	req->spec->session = rname;
+	req->spec->env_name = have ? rec->env_name : ename;
+	if (req->persistent)
+		req->spec->flags |= HS_SPEC_PERSISTENT;
+	if (hs_conn_open(cn, be, req->spec, err, errlen) != HS_OK)
+		goto fail;
+	if (req->name) {
+		time_t now = time(NULL);
+		if (!have) {
+			snprintf(rec->name, sizeof(rec->name), "%s", req->name);
+			snprintf(rec->backend, sizeof(rec->backend), "%s", backend);
+			snprintf(rec->env_name, sizeof(rec->env_name), "%s", ename);
+			if (req->spec->image)
+				snprintf(rec->image, sizeof(rec->image), "%s", req->spec->image);
+			rec->created = now;
+			rec->persistent = 1;
+		}
+		rec->used = now;
+		/* The record is written before any command runs, so nothing leaks untracked. */
+		if (hs_record_save(c, rec, err, errlen) < 0) {
+			hs_conn_close(cn, 1);
+			goto fail;
+		}
+	}
+	return lockfd;
+fail:
+	if (lockfd >= 0)
+		close(lockfd);
+	return -1;
+}
+
+void
+hs_session_end(struct hs_core *c, struct hs_conn *cn, struct hs_record *rec, int lockfd,
+               int ephemeral)
+{
+	char err[256];
+	if (!ephemeral && rec->name[0]) {
+		rec->used = time(NULL);
+		if (hs_record_save(c, rec, err, sizeof(err)) < 0)
+			hs_warn("%s", err);
+	}
+	hs_conn_close(cn, !ephemeral);
+	if (lockfd >= 0)
+		close(lockfd);
+}

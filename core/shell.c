@@ -1,0 +1,107 @@
+/*
+ * shell.c - the session shell wrapper (see shell.h).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/shell.h"
+
+/*
+ * bash: everything the wrapper needs is a builtin, so a command costs no
+ * fork beyond the shell itself.  The EXIT trap runs for `exit N` inside the
+ * command too; a command killed by a signal leaves the snapshot as it was.
+ */
+static const char bash_wrapper[] =
+	"__hs_snap=$1 __hs_cd=$2 __hs_cmd=$3; set --\n"
+	"if [ -r \"$__hs_snap\" ]; then . \"$__hs_snap\"; fi\n"
+	"if [ -n \"$__hs_cd\" ]; then builtin cd -- \"$__hs_cd\" || builtin exit 125; fi\n"
+	"__hs_save() {\n"
+	"  __hs_rc=$?; trap - EXIT; builtin unset -f __hs_save\n"
+	"  { builtin printf 'builtin cd -- %q 2>/dev/null\\n' \"$PWD\"; builtin export -p;\n"
+	"    builtin declare -f; builtin alias -p; } 2>/dev/null >&3\n"
+	"  builtin exit $__hs_rc\n"
+	"}\n"
+	"trap __hs_save EXIT\n"
+	"shopt -s expand_aliases\n"
+	"unset __hs_cd\n"
+	"eval \"$__hs_cmd\"\n";
+
+/* POSIX sh: cwd and exported variables only (functions cannot be listed portably). */
+static const char sh_wrapper[] =
+	"__hs_snap=$1 __hs_cd=$2 __hs_cmd=$3; set --\n"
+	"if [ -r \"$__hs_snap\" ]; then . \"$__hs_snap\"; fi\n"
+	"if [ -n \"$__hs_cd\" ]; then cd -- \"$__hs_cd\" || exit 125; fi\n"
+	"__hs_q() { __hs_s=$1 __hs_o=; while :; do case $__hs_s in\n"
+	"  *\\'*) __hs_o=\"$__hs_o${__hs_s%%\\'*}'\\\\''\"; __hs_s=${__hs_s#*\\'};;\n"
+	"  *) __hs_o=\"$__hs_o$__hs_s\"; break;; esac; done; printf \"'%s'\" \"$__hs_o\"; }\n"
+	"__hs_save() {\n"
+	"  __hs_rc=$?; trap - EXIT\n"
+	"  { printf 'cd -- '; __hs_q \"$PWD\"; printf ' 2>/dev/null\\n'; export -p; } 2>/dev/null >&3\n"
+	"  exit $__hs_rc\n"
+	"}\n"
+	"trap __hs_save EXIT\n"
+	"unset __hs_cd\n"
+	"eval \"$__hs_cmd\"\n";
+
+int
+hs_shell_is_bash(const char *shell)
+{
+	const char *b = strrchr(shell, '/');
+	b = b ? b + 1 : shell;
+	return strcmp(b, "bash") == 0;
+}
+
+const char *
+hs_shell_wrapper(const char *shell)
+{
+	return hs_shell_is_bash(shell) ? bash_wrapper : sh_wrapper;
+}
+
+/* Length of one `declare -FLAGS NAME="value"` entry of bash's export -p, or 0. */
+static size_t
+entry_len(const char *p, const char *end)
+{
+	const char *q = p;
+	int inq = 0;
+	while (q < end) {
+		if (inq) {
+			if (*q == '\\' && q + 1 < end)
+				q++;
+			else if (*q == '"')
+				inq = 0;
+		} else if (*q == '"') {
+			inq = 1;
+		} else if (*q == '\n') {
+			return (size_t)(q - p) + 1;
+		}
+		q++;
+	}
+	return (size_t)(end - p);
+}
+
+size_t
+hs_shell_filter_snapshot(char *buf, size_t len)
+{
+	char *r = buf, *w = buf, *end = buf + len;
+	while (r < end) {
+		size_t n;
+		int drop = 0;
+		if ((size_t)(end - r) > 9 && memcmp(r, "declare -", 9) == 0) {
+			n = entry_len(r, end);
+			/* Flags run up to the first space: readonly ones are not replayed. */
+			for (const char *f = r + 9; f < r + n && *f != ' '; f++)
+				if (*f == 'r')
+					drop = 1;
+		} else {
+			const char *nl = memchr(r, '\n', (size_t)(end - r));
+			n = nl ? (size_t)(nl - r) + 1 : (size_t)(end - r);
+		}
+		if (!drop) {
+			memmove(w, r, n);
+			w += n;
+		}
+		r += n;
+	}
+	return (size_t)(w - buf);
+}

@@ -1,0 +1,27 @@
+/*
+ * shell.h - the session shell wrapper.  Each command runs as
+ *     SHELL -c WRAPPER hs SNAPSHOT CWD COMMAND
+ * where WRAPPER restores the session's snapshot (cwd, exported variables,
+ * and with bash functions and aliases), evaluates COMMAND in that same
+ * shell, and on exit writes the new snapshot to fd 3 — never to stdout, so
+ * the command's output is never touched.  The core puts the snapshot back
+ * into the sandbox (through the runner, atomically); it never stores it.
+ */
+#ifndef HS_SHELL_H
+#define HS_SHELL_H
+
+#include <stddef.h>
+
+/* 1 when shell is bash (functions and aliases persist), else 0 (POSIX sh). */
+int hs_shell_is_bash(const char *shell);
+
+/* The wrapper script for this shell. */
+const char *hs_shell_wrapper(const char *shell);
+
+/*
+ * Clean a snapshot received on fd 3 in place: drop readonly variables and
+ * hs's own helpers, so replaying it never fails.  Returns the new length.
+ */
+size_t hs_shell_filter_snapshot(char *buf, size_t len);
+
+#endif /* HS_SHELL_H */

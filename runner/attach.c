@@ -1,0 +1,153 @@
+/* `hs-runner --attach`: one stream, proxied between stdin/stdout and the
+ * daemon's socket, starting the daemon first with --start.
+ *
+ * Both directions have their own bounded buffer and are polled together,
+ * so a peer that stops reading in one direction never stalls the other.
+ */
+#include "runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define PROXY_BUF (256 * 1024)
+
+struct pipe_buf {
+	uint8_t data[PROXY_BUF];
+	size_t len;
+	int eof;
+};
+
+/* Static: half a megabyte is too much for some stacks. */
+static struct pipe_buf up_buf, down_buf;
+
+static int fill(int fd, struct pipe_buf *b)
+{
+	ssize_t n;
+
+	do
+		n = read(fd, b->data + b->len, sizeof(b->data) - b->len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	if (n <= 0) {
+		b->eof = 1;
+		return n < 0 ? -1 : 0;
+	}
+	b->len += (size_t)n;
+	return 0;
+}
+
+static int drain(int fd, struct pipe_buf *b)
+{
+	ssize_t n;
+
+	do
+		n = send(fd, b->data, b->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == ENOTSOCK) {
+		do
+			n = write(fd, b->data, b->len);
+		while (n < 0 && errno == EINTR);
+	}
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -1;
+	memmove(b->data, b->data + n, b->len - (size_t)n);
+	b->len -= (size_t)n;
+	return 0;
+}
+
+static int proxy(int sock)
+{
+	struct pipe_buf *up = &up_buf;     /* stdin -> socket */
+	struct pipe_buf *down = &down_buf; /* socket -> stdout */
+	int shut = 0;
+
+	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+	fcntl(sock, F_SETFL, O_NONBLOCK);
+	for (;;) {
+		struct pollfd p[3] = {
+			{ .fd = !up->eof && up->len < PROXY_BUF ? 0 : -1, .events = POLLIN },
+			{ .fd = sock, .events = (short)((!down->eof && down->len < PROXY_BUF ? POLLIN : 0) |
+						       (up->len ? POLLOUT : 0)) },
+			{ .fd = down->len ? 1 : -1, .events = POLLOUT },
+		};
+
+		if (up->eof && !up->len && !shut) {
+			/* The caller closed its side: let the daemon see EOF. */
+			shutdown(sock, SHUT_WR);
+			shut = 1;
+		}
+		if (down->eof && !down->len)
+			return 0;
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (p[0].revents)
+			fill(0, up);
+		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !down->eof)
+			fill(sock, down);
+		if ((p[1].revents & POLLOUT) && up->len && drain(sock, up) < 0)
+			return 1;
+		if (p[2].revents && drain(1, down) < 0)
+			return 1; /* our reader is gone */
+	}
+}
+
+int hsr_attach_main(const char *dir, int start, int idle_s)
+{
+	struct hsr_rundir rd;
+	char err[600];
+	int sock, lockfd = -1, rc = 1;
+
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (hsr_rundir_open(&rd, dir, err, sizeof(err)) < 0) {
+		hsr_warn("%s", err);
+		return 1;
+	}
+	sock = hsr_rundir_connect(&rd);
+	if (sock < 0 && start && (errno == ECONNREFUSED || errno == ENOENT)) {
+		/* Under the lock, either a daemon started by a racing attach
+		 * now answers, or we start the only one. */
+		lockfd = hsr_rundir_lock(&rd, err, sizeof(err));
+		if (lockfd < 0) {
+			hsr_warn("%s", err);
+			goto out;
+		}
+		sock = hsr_rundir_connect(&rd);
+		if (sock < 0) {
+			struct hsr_daemon_opts o = { .dir = dir, .idle_s = idle_s };
+
+			if (hsr_daemon_start(&o, &rd, lockfd, err, sizeof(err)) < 0) {
+				hsr_warn("%s", err);
+				goto out;
+			}
+			sock = hsr_rundir_connect(&rd);
+		}
+	}
+	if (sock < 0) {
+		hsr_warn("cannot connect to '%s': %s", rd.sock, strerror(errno));
+		goto out;
+	}
+	if (lockfd >= 0) {
+		close(lockfd);
+		lockfd = -1;
+	}
+	rc = proxy(sock);
+	close(sock);
+out:
+	if (lockfd >= 0)
+		close(lockfd);
+	hsr_rundir_close(&rd);
+	return rc;
+}

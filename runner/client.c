@@ -1,0 +1,489 @@
+/* hs-runner client: the core's side of one runner stream. */
+#include "client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HELLO_TIMEOUT_MS 30000
+
+struct hsr_client {
+	int fd;
+	int not_socket;
+	pthread_mutex_t lock; /* serialises senders; guards out and not_socket */
+	struct hsr_buf out;
+	struct hsr_decoder dec;
+	uint32_t version;
+	char peer[64];
+	struct hsr_attach_entry *attach;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Writes all of p; uses MSG_NOSIGNAL on sockets so a vanished runner is an
+ * EPIPE error rather than a signal, whatever the caller's SIGPIPE setting. */
+static int write_all(struct hsr_client *c, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w;
+
+		if (!c->not_socket) {
+			w = send(c->fd, p, n, MSG_NOSIGNAL);
+			if (w < 0 && errno == ENOTSOCK) {
+				c->not_socket = 1;
+				continue;
+			}
+		} else {
+			w = write(c->fd, p, n);
+		}
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+
+				poll(&pfd, 1, -1);
+				continue;
+			}
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Sends the frame(s) built into c->out; the caller holds c->lock. */
+static int flush_locked(struct hsr_client *c)
+{
+	int rc;
+
+	if (c->out.failed) {
+		hsr_buf_free(&c->out);
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = write_all(c, c->out.data, c->out.len);
+	c->out.len = 0;
+	return rc;
+}
+
+static int send_msg(struct hsr_client *c, const struct hsr_msg *m)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	hsr_msg_encode(&c->out, m, 0);
+	rc = flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int hsr_client_fd(const struct hsr_client *c)
+{
+	return c->fd;
+}
+
+uint32_t hsr_client_version(const struct hsr_client *c)
+{
+	return c->version;
+}
+
+const char *hsr_client_peer_version(const struct hsr_client *c)
+{
+	return c->peer;
+}
+
+int hsr_client_pending(const struct hsr_client *c)
+{
+	const struct hsr_decoder *d = &c->dec;
+	const uint8_t *p;
+	uint32_t n;
+
+	if (d->len - d->pos < 4)
+		return 0;
+	p = d->buf + d->pos;
+	n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	/* An invalid length is "pending" too: the next call reports it. */
+	return n == 0 || n > d->max_frame || d->len - d->pos - 4 >= n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for one whole frame.  Returns 1, 0 on timeout, -1 with err set. */
+static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
+		      char *err, size_t errlen)
+{
+	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	uint8_t tmp[65536];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		int rc = hsr_decoder_next(&c->dec, f);
+		int wait;
+		ssize_t n;
+
+		if (rc == 1)
+			return 1;
+		if (rc < 0) {
+			set_err(err, errlen, "runner stream: invalid frame length");
+			errno = EPROTO;
+			return -1;
+		}
+		wait = -1;
+		if (end >= 0) {
+			int64_t left = end - now_ms();
+
+			/* A zero timeout still looks once: poll(0), then read. */
+			if (left < 0)
+				left = 0;
+			wait = left > 1000000 ? 1000000 : (int)left;
+		}
+		rc = poll(&pfd, 1, wait);
+		if (rc < 0 && errno != EINTR) {
+			set_err(err, errlen, "runner stream: poll: %s", strerror(errno));
+			return -1;
+		}
+		if (rc == 0 && end >= 0 && now_ms() >= end)
+			return 0;
+		if (rc <= 0)
+			continue;
+		n = read(c->fd, tmp, sizeof(tmp));
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			set_err(err, errlen, "runner stream: read: %s", strerror(errno));
+			return -1;
+		}
+		if (n == 0) {
+			set_err(err, errlen, "runner stream closed by the runner");
+			errno = EPIPE;
+			return -1;
+		}
+		if (hsr_decoder_feed(&c->dec, tmp, (size_t)n) < 0) {
+			set_err(err, errlen, "runner stream: out of memory");
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+}
+
+int hsr_client_open(int fd, struct hsr_client **out, char *err, size_t errlen)
+{
+	struct hsr_client *c;
+	struct hsr_msg m = { .type = HSR_F_HELLO, .vmin = HSR_PROTO_MIN, .vmax = HSR_PROTO_MAX,
+			     .str = HSR_VERSION, .str_len = sizeof(HSR_VERSION) - 1 };
+	struct hsr_frame f;
+	int rc;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		set_err(err, errlen, "runner stream: out of memory");
+		return -1;
+	}
+	c->fd = fd;
+	pthread_mutex_init(&c->lock, NULL);
+	hsr_decoder_init(&c->dec, HSR_MAX_FRAME);
+	if (send_msg(c, &m) < 0) {
+		set_err(err, errlen, "runner stream: cannot send hello: %s", strerror(errno));
+		goto fail;
+	}
+	rc = read_frame(c, &f, HELLO_TIMEOUT_MS, err, errlen);
+	if (rc == 0)
+		set_err(err, errlen, "runner stream: no hello from the runner");
+	if (rc <= 0)
+		goto fail;
+	if (hsr_msg_decode(&f, 1, &m) < 0) {
+		set_err(err, errlen, "runner stream: malformed %s frame", hsr_frame_name(f.type));
+		goto fail;
+	}
+	if (m.type == HSR_F_ERROR) {
+		set_err(err, errlen, "runner refused the handshake: %.*s", (int)m.str_len, m.str);
+		goto fail;
+	}
+	if (m.type != HSR_F_HELLO || m.vmin != m.vmax || m.vmin < HSR_PROTO_MIN ||
+	    m.vmin > HSR_PROTO_MAX) {
+		set_err(err, errlen, "runner stream: unexpected answer to hello");
+		goto fail;
+	}
+	c->version = m.vmin;
+	snprintf(c->peer, sizeof(c->peer), "%.*s", (int)m.str_len, m.str);
+	*out = c;
+	return 0;
+fail:
+	hsr_client_free(c);
+	errno = EPROTO;
+	return -1;
+}
+
+void hsr_client_free(struct hsr_client *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	pthread_mutex_destroy(&c->lock);
+	hsr_buf_free(&c->out);
+	hsr_decoder_free(&c->dec);
+	free(c->attach);
+	free(c);
+}
+
+int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *s)
+{
+	static const char *const noenv[] = { NULL };
+	uint32_t flags = 0;
+	int rc;
+
+	if (!s->argv || !s->argv[0]) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (s->stdin_pipe)
+		flags |= HSR_EXEC_STDIN_PIPE;
+	if (s->want_state)
+		flags |= HSR_EXEC_WANT_STATE;
+	pthread_mutex_lock(&c->lock);
+	hsr_exec_encode(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
+			s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,
+			s->initial_credit, s->cwd ? s->cwd : "", s->argv,
+			s->envp ? s->envp : noenv);
+	if (c->out.len > HSR_MAX_FRAME + 4) {
+		c->out.len = 0;
+		pthread_mutex_unlock(&c->lock);
+		errno = E2BIG;
+		return -1;
+	}
+	rc = flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int hsr_client_stdin(struct hsr_client *c, uint64_t id, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		size_t n = len > HSR_CHUNK ? HSR_CHUNK : len;
+		struct hsr_msg m = { .type = HSR_F_STDIN, .id = id, .data = p, .len = n };
+
+		if (send_msg(c, &m) < 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int hsr_client_stdin_eof(struct hsr_client *c, uint64_t id)
+{
+	struct hsr_msg m = { .type = HSR_F_STDIN_EOF, .id = id };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_signal(struct hsr_client *c, uint64_t id, int signo)
+{
+	struct hsr_msg m = { .type = HSR_F_SIGNAL, .id = id, .signo = (uint32_t)signo };
+
+	if (signo <= 0 || signo >= 65) {
+		errno = EINVAL;
+		return -1;
+	}
+	return send_msg(c, &m);
+}
+
+int hsr_client_cancel(struct hsr_client *c, uint64_t id)
+{
+	struct hsr_msg m = { .type = HSR_F_CANCEL, .id = id };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_ack(struct hsr_client *c, uint64_t id, int stream, uint64_t offset)
+{
+	struct hsr_msg m = { .type = HSR_F_ACK, .id = id, .stream = (uint8_t)stream,
+			     .offset = offset };
+
+	if (stream < 0 || stream > HSR_STREAM_STATE) {
+		errno = EINVAL;
+		return -1;
+	}
+	return send_msg(c, &m);
+}
+
+int hsr_client_credit(struct hsr_client *c, uint64_t id, uint64_t bytes)
+{
+	struct hsr_msg m = { .type = HSR_F_CREDIT, .id = id, .value = bytes };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_attach_credit(struct hsr_client *c, uint64_t credit)
+{
+	struct hsr_msg m = { .type = HSR_F_ATTACH, .value = credit };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_attach(struct hsr_client *c)
+{
+	return hsr_client_attach_credit(c, 0);
+}
+
+int hsr_client_put_file(struct hsr_client *c, uint64_t id, const char *path,
+			uint32_t mode, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint32_t flags = HSR_PUT_FIRST;
+	int rc = 0;
+
+	if (!path || path[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	/* The chunks go out under one lock so that a concurrent sender's
+	 * frames cannot make the daemon see them out of order (they could
+	 * not anyway, but a whole file stays contiguous on the wire). */
+	pthread_mutex_lock(&c->lock);
+	do {
+		size_t n = len > HSR_CHUNK ? HSR_CHUNK : len;
+		struct hsr_msg m = { .type = HSR_F_PUT, .id = id, .mode = mode,
+				     .str = path, .str_len = (uint32_t)strlen(path),
+				     .data = p, .len = n };
+
+		if (n == len)
+			flags |= HSR_PUT_FINAL;
+		m.flags = flags;
+		hsr_msg_encode(&c->out, &m, 0);
+		rc = flush_locked(c);
+		flags = 0;
+		p += n;
+		len -= n;
+	} while (rc == 0 && len);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int hsr_client_get_file(struct hsr_client *c, uint64_t id, const char *path)
+{
+	struct hsr_msg m = { .type = HSR_F_GET, .id = id, .str = path };
+
+	if (!path || path[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	m.str_len = (uint32_t)strlen(path);
+	return send_msg(c, &m);
+}
+
+int hsr_client_ping(struct hsr_client *c, uint64_t token)
+{
+	struct hsr_msg m = { .type = HSR_F_PING, .value = token };
+
+	return send_msg(c, &m);
+}
+
+static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_event *ev,
+		      char *err, size_t errlen)
+{
+	ev->id = m->id;
+	switch (m->type) {
+	case HSR_F_OUTPUT:
+	case HSR_F_STATE:
+		ev->type = m->type == HSR_F_OUTPUT ? HSR_EV_OUTPUT : HSR_EV_STATE;
+		ev->stream = m->stream;
+		ev->offset = m->offset;
+		ev->data = m->data;
+		ev->len = m->len;
+		return 0;
+	case HSR_F_EXIT:
+		ev->type = HSR_EV_EXIT;
+		ev->exit_code = m->exit_code;
+		ev->timed_out = m->timed_out;
+		ev->cancelled = m->cancelled;
+		ev->dropped[1] = m->dropped[1];
+		ev->dropped[2] = m->dropped[2];
+		for (int s = 1; s <= 3; s++)
+			ev->total[s] = m->total[s];
+		return 0;
+	case HSR_F_ERROR:
+		ev->type = HSR_EV_ERROR;
+		ev->code = (int)m->code;
+		snprintf(ev->message, sizeof(ev->message), "%.*s", (int)m->str_len, m->str);
+		return 0;
+	case HSR_F_ATTACH:
+		ev->type = HSR_EV_ATTACH;
+		free(c->attach);
+		c->attach = calloc(m->count ? m->count : 1, sizeof(*c->attach));
+		if (!c->attach) {
+			set_err(err, errlen, "runner stream: out of memory");
+			return -1;
+		}
+		for (uint32_t i = 0; i < m->count; i++)
+			hsr_attach_entry_decode(m, i, &c->attach[i]);
+		ev->attach = c->attach;
+		ev->nattach = m->count;
+		return 0;
+	case HSR_F_FILE_DATA:
+		ev->type = HSR_EV_FILE_DATA;
+		ev->offset = m->offset;
+		ev->data = m->data;
+		ev->len = m->len;
+		ev->final = m->final;
+		return 0;
+	case HSR_F_OK:
+		ev->type = HSR_EV_OK;
+		return 0;
+	case HSR_F_PONG:
+		ev->type = HSR_EV_PONG;
+		ev->token = m->value;
+		return 0;
+	default:
+		set_err(err, errlen, "runner stream: unexpected %s frame", hsr_frame_name(m->type));
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
+		    char *err, size_t errlen)
+{
+	struct hsr_frame f;
+	struct hsr_msg m;
+	int rc;
+
+	memset(ev, 0, sizeof(*ev));
+	rc = read_frame(c, &f, timeout_ms, err, errlen);
+	if (rc <= 0)
+		return rc;
+	if (hsr_msg_decode(&f, 1, &m) < 0) {
+		set_err(err, errlen, "runner stream: malformed %s frame", hsr_frame_name(f.type));
+		errno = EPROTO;
+		return -1;
+	}
+	return fill_event(c, &m, ev, err, errlen) < 0 ? -1 : 1;
+}

@@ -1,0 +1,137 @@
+/* hs-runner client: the core's side of one runner stream.
+ *
+ * A stream is a file descriptor connected to `hs-runner --attach` (through
+ * whatever transport a backend uses) or directly to the daemon's socket.
+ * Sending functions may be called from any thread; they serialise on an
+ * internal mutex and block until the frame is written.  Events are read by
+ * one thread with hsr_client_next().  Every function returns 0 on success
+ * and -1 on failure with errno set, unless its comment says otherwise.
+ * The protocol is described in hs-runner(7).
+ */
+#ifndef HSR_CLIENT_H
+#define HSR_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct hsr_client;
+
+/* Takes ownership of fd (it is closed by hsr_client_free(), also when this
+ * call fails) and performs the HELLO handshake, offering protocol versions
+ * HSR_PROTO_MIN..HSR_PROTO_MAX.  On failure a one-line message is written
+ * to err.  Returns 0 and sets *out, or -1. */
+int hsr_client_open(int fd, struct hsr_client **out, char *err, size_t errlen);
+/* Closes the stream's descriptor and frees the client.  NULL is allowed. */
+void hsr_client_free(struct hsr_client *c);
+/* Returns the descriptor, for poll(); readable means hsr_client_next() has
+ * something to read (buffered events may also be pending: see
+ * hsr_client_pending()). */
+int hsr_client_fd(const struct hsr_client *c);
+/* Returns 1 when a whole event is already buffered, so that a caller
+ * polling hsr_client_fd() must not sleep. */
+int hsr_client_pending(const struct hsr_client *c);
+/* Returns the protocol version agreed in the handshake. */
+uint32_t hsr_client_version(const struct hsr_client *c);
+/* Returns the daemon's software version string from its HELLO. */
+const char *hsr_client_peer_version(const struct hsr_client *c);
+
+/* One command to run.  argv[0] is looked up in the PATH of envp; envp is
+ * the command's complete environment (NULL means empty); cwd NULL or ""
+ * means "/".  deadline_ms is relative to the daemon receiving the EXEC, 0
+ * means none; grace_ms is the time between TERM and KILL, negative means
+ * the default of 2000.  head_bytes/tail_bytes bound each output stream
+ * (keep the first head and the last tail bytes); both 0 means lossless,
+ * where the command is throttled instead.  initial_credit is how many
+ * output bytes the daemon may send before the first CREDIT
+ * (HSR_CREDIT_UNLIMITED: never throttle on credit). */
+struct hsr_exec_spec {
+	uint64_t id;
+	const char *const *argv;
+	const char *const *envp;
+	const char *cwd;
+	int64_t deadline_ms;
+	int64_t grace_ms;
+	int stdin_pipe;
+	int want_state;
+	uint64_t head_bytes, tail_bytes;
+	uint64_t initial_credit;
+};
+
+/* Starts a command.  The id is the caller's and must not be in use by a
+ * running or unacknowledged command; a refusal arrives as an ERROR event
+ * carrying the id. */
+int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *spec);
+/* Sends stdin bytes (chunked internally) to a command started with
+ * stdin_pipe. */
+int hsr_client_stdin(struct hsr_client *c, uint64_t id, const void *buf, size_t len);
+/* Closes the command's stdin once the buffered bytes are written. */
+int hsr_client_stdin_eof(struct hsr_client *c, uint64_t id);
+/* Sends signal signo to the command's process group. */
+int hsr_client_signal(struct hsr_client *c, uint64_t id, int signo);
+/* Cancels a command: TERM, the grace period, KILL, as at the deadline.
+ * The EXIT then has cancelled set. */
+int hsr_client_cancel(struct hsr_client *c, uint64_t id);
+/* Acknowledges that the caller has durably taken stream's bytes below
+ * offset (stream 1 stdout, 2 stderr, 3 state), so the daemon may forget
+ * them; stream 0 acknowledges the EXIT and forgets the command. */
+int hsr_client_ack(struct hsr_client *c, uint64_t id, int stream, uint64_t offset);
+/* Allows the daemon to send bytes more bytes of output of command id
+ * (adds to the remaining credit; HSR_CREDIT_UNLIMITED lifts the limit). */
+int hsr_client_credit(struct hsr_client *c, uint64_t id, uint64_t bytes);
+/* Takes over every command of the daemon.  The reply is an HSR_EV_ATTACH
+ * event listing them; each command's credit is reset to zero, so the
+ * caller grants credit for those it wants resent. */
+int hsr_client_attach(struct hsr_client *c);
+/* As hsr_client_attach(), but every command gets credit bytes of credit. */
+int hsr_client_attach_credit(struct hsr_client *c, uint64_t credit);
+/* Writes a whole file at the absolute path (through a temporary file and a
+ * rename, so readers never see a partial file).  The result arrives as an
+ * HSR_EV_OK or HSR_EV_ERROR event with this id. */
+int hsr_client_put_file(struct hsr_client *c, uint64_t id, const char *path,
+			uint32_t mode, const void *buf, size_t len);
+/* Reads the regular file at the absolute path; it arrives as
+ * HSR_EV_FILE_DATA events, the last with final set, or an HSR_EV_ERROR. */
+int hsr_client_get_file(struct hsr_client *c, uint64_t id, const char *path);
+/* Sends a PING; the daemon answers with an HSR_EV_PONG carrying token. */
+int hsr_client_ping(struct hsr_client *c, uint64_t token);
+
+enum hsr_event_type {
+	HSR_EV_OUTPUT = 1, /* id, stream (1 or 2), offset, data/len */
+	HSR_EV_STATE,      /* id, stream 3, offset, data/len */
+	HSR_EV_EXIT,       /* id, exit_code, timed_out, cancelled, dropped, total */
+	HSR_EV_ERROR,      /* id (0: not about a command), code, message */
+	HSR_EV_ATTACH,     /* attach, nattach */
+	HSR_EV_FILE_DATA,  /* id, offset, data/len, final */
+	HSR_EV_OK,         /* id: a PUT completed */
+	HSR_EV_PONG        /* token */
+};
+
+struct hsr_event {
+	int type;
+	uint64_t id;
+	int stream;
+	uint64_t offset;
+	const void *data;
+	size_t len;
+	int exit_code;       /* the exit status, or 128+N after signal N */
+	int timed_out;
+	int cancelled;
+	int final;           /* FILE_DATA: the last chunk */
+	uint64_t dropped[3]; /* indexed by stream: bytes dropped by head/tail bounds */
+	uint64_t total[4];   /* indexed by stream: bytes the command produced */
+	const struct hsr_attach_entry *attach;
+	size_t nattach;
+	uint64_t token;      /* PONG */
+	int code;            /* ERROR: an enum hsr_error_code */
+	char message[256];   /* ERROR */
+};
+
+/* Reads the next event, waiting at most timeout_ms (-1: forever).
+ * Returns 1 with *ev filled (its pointers stay valid until the next call),
+ * 0 on timeout, or -1 on end of stream or error with a message in err. */
+int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
+		    char *err, size_t errlen);
+
+#endif

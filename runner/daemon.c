@@ -1,0 +1,543 @@
+/* The daemon: listens on DIR/sock, serves streams, owns the commands.
+ *
+ * One thread and one poll loop.  Nothing blocks: connections and pipes
+ * are non-blocking, output goes through the spool, and data frames are
+ * only generated while a connection's queue is short, so a stalled reader
+ * costs a bounded amount of memory.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void hsr_conn_error(struct hsr_conn *c, uint64_t id, uint32_t code, const char *fmt, ...)
+{
+	struct hsr_msg m = { .type = HSR_F_ERROR, .id = id, .code = code };
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	m.str = msg;
+	m.str_len = (uint32_t)strlen(msg);
+	hsr_msg_encode(&c->out, &m, 1);
+}
+
+static void conn_close(struct hsr_daemon *d, struct hsr_conn *c)
+{
+	for (struct hsr_conn **pp = &d->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	/* Commands outlive their stream; they wait for the next attach. */
+	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next)
+		if (cmd->owner == c)
+			cmd->owner = NULL;
+	hsr_files_drop(c);
+	close(c->fd);
+	hsr_decoder_free(&c->dec);
+	hsr_buf_free(&c->out);
+	free(c);
+}
+
+static int peer_ok(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	return cred.uid == geteuid() || cred.uid == 0;
+}
+
+static void accept_conns(struct hsr_daemon *d)
+{
+	for (;;) {
+		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct hsr_conn *c;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (!peer_ok(fd)) {
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		hsr_decoder_init(&c->dec, HSR_MAX_FRAME);
+		c->next = d->conns;
+		d->conns = c;
+	}
+}
+
+static void do_hello(struct hsr_conn *c, const struct hsr_msg *m)
+{
+	uint32_t lo = m->vmin > HSR_PROTO_MIN ? m->vmin : HSR_PROTO_MIN;
+	uint32_t hi = m->vmax < HSR_PROTO_MAX ? m->vmax : HSR_PROTO_MAX;
+	struct hsr_msg r = { .type = HSR_F_HELLO, .str = HSR_VERSION,
+			     .str_len = sizeof(HSR_VERSION) - 1 };
+
+	if (lo > hi) {
+		hsr_conn_error(c, 0, HSR_E_VERSION,
+			       "no common protocol version: client speaks %u..%u, runner %u..%u",
+			       m->vmin, m->vmax, HSR_PROTO_MIN, HSR_PROTO_MAX);
+		c->closing = 1;
+		return;
+	}
+	r.vmin = r.vmax = hi;
+	hsr_msg_encode(&c->out, &r, 1);
+	c->hello = 1;
+}
+
+static struct hsr_cmd *need_cmd(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id)
+{
+	struct hsr_cmd *cmd = hsr_cmd_find(d, id);
+
+	if (!cmd)
+		hsr_conn_error(c, id, HSR_E_NOENT, "no command with id %llu",
+			       (unsigned long long)id);
+	return cmd;
+}
+
+static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_frame *f)
+{
+	struct hsr_cmd *cmd;
+	struct hsr_msg m;
+
+	if (hsr_msg_decode(f, 0, &m) < 0) {
+		hsr_conn_error(c, 0, HSR_E_PROTO, "malformed %s frame", hsr_frame_name(f->type));
+		if (!c->hello)
+			c->closing = 1;
+		return;
+	}
+	if (!c->hello) {
+		if (m.type == HSR_F_HELLO) {
+			do_hello(c, &m);
+		} else {
+			hsr_conn_error(c, 0, HSR_E_PROTO, "expected HELLO, got %s",
+				       hsr_frame_name(m.type));
+			c->closing = 1;
+		}
+		return;
+	}
+	switch (m.type) {
+	case HSR_F_EXEC:
+		hsr_cmd_exec(d, c, m.data, m.len);
+		break;
+	case HSR_F_STDIN:
+	case HSR_F_STDIN_EOF:
+		if ((cmd = need_cmd(d, c, m.id)))
+			hsr_cmd_stdin(cmd, m.data, m.len, m.type == HSR_F_STDIN_EOF);
+		break;
+	case HSR_F_SIGNAL:
+		if ((cmd = need_cmd(d, c, m.id)))
+			hsr_cmd_control(cmd, HSR_SHIM_SIGNAL, m.signo);
+		break;
+	case HSR_F_CANCEL:
+		if ((cmd = need_cmd(d, c, m.id)))
+			hsr_cmd_control(cmd, HSR_SHIM_CANCEL, 0);
+		break;
+	case HSR_F_ACK:
+		/* An ACK for a forgotten command is a harmless repeat. */
+		if ((cmd = hsr_cmd_find(d, m.id)))
+			hsr_cmd_ack(d, cmd, m.stream, m.offset);
+		break;
+	case HSR_F_CREDIT:
+		if ((cmd = hsr_cmd_find(d, m.id))) {
+			if (m.value == HSR_CREDIT_UNLIMITED || cmd->credit > HSR_CREDIT_UNLIMITED - m.value - 1)
+				cmd->credit = HSR_CREDIT_UNLIMITED;
+			else
+				cmd->credit += m.value;
+		}
+		break;
+	case HSR_F_ATTACH:
+		hsr_cmd_attach(d, c, m.value);
+		break;
+	case HSR_F_PUT:
+		hsr_files_put(d, c, &m);
+		break;
+	case HSR_F_GET:
+		hsr_files_get(c, &m);
+		break;
+	case HSR_F_PING: {
+		struct hsr_msg r = { .type = HSR_F_PONG, .value = m.value };
+
+		hsr_msg_encode(&c->out, &r, 1);
+		break;
+	}
+	default:
+		hsr_conn_error(c, 0, HSR_E_PROTO, "unexpected %s frame", hsr_frame_name(m.type));
+		break;
+	}
+}
+
+/* Returns -1 when the connection is finished. */
+static int conn_read(struct hsr_daemon *d, struct hsr_conn *c)
+{
+	static uint8_t buf[HSR_CHUNK];
+	struct hsr_frame f;
+	ssize_t n;
+	int rc;
+
+	do
+		n = read(c->fd, buf, sizeof(buf));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -1;
+	if (n == 0 || hsr_decoder_feed(&c->dec, buf, (size_t)n) < 0)
+		return -1;
+	while (!c->closing && (rc = hsr_decoder_next(&c->dec, &f)) != 0) {
+		if (rc < 0) {
+			hsr_conn_error(c, 0, HSR_E_PROTO, "invalid frame length");
+			c->closing = 1;
+			break;
+		}
+		dispatch(d, c, &f);
+	}
+	return 0;
+}
+
+/* Returns -1 when the connection is broken. */
+static int conn_flush(struct hsr_conn *c)
+{
+	while (c->out.len) {
+		ssize_t n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		hsr_buf_consume(&c->out, (size_t)n);
+	}
+	return c->out.failed ? -1 : 0;
+}
+
+static int listen_sock(struct hsr_daemon *d, char *err, size_t errlen)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = hsr_rundir_connect(d->rd);
+
+	if (fd >= 0) {
+		close(fd);
+		snprintf(err, errlen, "a runner daemon already listens on '%s'", d->rd->sock);
+		return -1;
+	}
+	/* We hold the lock and nobody answers: whatever is there is stale. */
+	if (unlinkat(d->rd->dirfd, "sock", 0) < 0 && errno != ENOENT) {
+		snprintf(err, errlen, "cannot remove stale socket '%s': %s", d->rd->sock,
+			 strerror(errno));
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", d->rd->sock);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 64) < 0) {
+		snprintf(err, errlen, "cannot listen on '%s': %s", d->rd->sock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	d->listen_fd = fd;
+	return 0;
+}
+
+/* Decides whether an idle daemon may exit.  Holding the lock keeps a
+ * concurrent `--attach --start` from connecting to a daemon that is about
+ * to vanish; it starts a new one after we are gone instead. */
+static int idle_exit(struct hsr_daemon *d)
+{
+	int fd = openat(d->rd->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	/* Only a held lock postpones the exit; a lock that cannot be opened
+	 * (the directory was removed) leaves nobody to serve. */
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return 0;
+	}
+	accept_conns(d);
+	if (d->conns) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	unlinkat(d->rd->dirfd, "sock", 0);
+	close(d->listen_fd);
+	if (fd >= 0)
+		close(fd);
+	return 1;
+}
+
+/* One poll slot: what it belongs to. */
+struct slot {
+	struct hsr_conn *conn;
+	struct hsr_cmd *cmd;
+};
+
+static int run_loop(struct hsr_daemon *d)
+{
+	struct pollfd *pfd = NULL;
+	struct slot *who = NULL;
+	size_t cap = 0;
+
+	d->idle_since = hsr_now_ms();
+	for (;;) {
+		struct hsr_conn *c, *cnext;
+		struct hsr_cmd *cmd;
+		size_t n = 0, need = 1;
+		int64_t now, wake = -1;
+		int timeout;
+
+		for (c = d->conns; c; c = cnext) {
+			int broken = 0;
+
+			cnext = c->next;
+			/* Refill as long as the socket takes everything: poll
+			 * only wakes us for a socket that was full. */
+			for (;;) {
+				size_t before = c->out.len, pumped;
+
+				if (!c->closing) {
+					hsr_files_pump(c);
+					hsr_cmd_pump(d, c);
+				}
+				pumped = c->out.len - before;
+				if (conn_flush(c) < 0) {
+					broken = 1;
+					break;
+				}
+				/* Stop when the socket is full (POLLOUT wakes us)
+				 * or there was nothing to pump; a pump skipped
+				 * because the queue was over its mark counts as
+				 * neither. */
+				if (c->closing || c->out.len || (pumped == 0 && before < HSR_OUT_HIGH))
+					break;
+			}
+			if (broken || (c->closing && c->out.len == 0))
+				conn_close(d, c);
+		}
+		now = hsr_now_ms();
+		if (d->conns || d->cmds) {
+			d->idle_since = now;
+		} else if (d->idle_s > 0) {
+			int64_t at = d->idle_since + (int64_t)d->idle_s * 1000;
+
+			if (now >= at) {
+				if (idle_exit(d))
+					break;
+				d->idle_since = now;
+				continue;
+			}
+			wake = at;
+		}
+		for (c = d->conns; c; c = c->next)
+			need++;
+		for (cmd = d->cmds; cmd; cmd = cmd->next)
+			need += 5;
+		if (need > cap) {
+			struct pollfd *p = realloc(pfd, need * 2 * sizeof(*p));
+			struct slot *w;
+
+			if (p)
+				pfd = p;
+			w = p ? realloc(who, need * 2 * sizeof(*w)) : NULL;
+			if (!w) {
+				hsr_warn("out of memory");
+				sleep(1);
+				continue;
+			}
+			who = w;
+			cap = need * 2;
+		}
+		pfd[n] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
+		who[n++] = (struct slot){ NULL, NULL };
+		for (c = d->conns; c; c = c->next) {
+			pfd[n] = (struct pollfd){ .fd = c->fd,
+				.events = (short)((c->closing ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0)) };
+			who[n++] = (struct slot){ c, NULL };
+		}
+		for (cmd = d->cmds; cmd; cmd = cmd->next) {
+			int64_t w = hsr_cmd_wake(cmd);
+			int k = hsr_cmd_pollfds(cmd, pfd + n, 5);
+
+			/* A command with nothing to poll still gets one slot
+			 * (fd -1, ignored by poll) so its timers run. */
+			if (k == 0)
+				pfd[n + (size_t)k++] = (struct pollfd){ .fd = -1 };
+			for (int i = 0; i < k; i++)
+				who[n++] = (struct slot){ NULL, cmd };
+			if (w >= 0 && (wake < 0 || w < wake))
+				wake = w;
+		}
+		timeout = -1;
+		if (wake >= 0)
+			timeout = wake <= now ? 0 : (int)(wake - now > 60000 ? 60000 : wake - now);
+		if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
+			hsr_warn("poll: %s", strerror(errno));
+			break;
+		}
+		/* Commands first: handling frames below may free commands,
+		 * but never connections, which are only closed above. */
+		for (size_t i = 0; i < n;) {
+			size_t k = 1;
+
+			if (!who[i].cmd) {
+				i++;
+				continue;
+			}
+			while (i + k < n && who[i + k].cmd == who[i].cmd)
+				k++;
+			hsr_cmd_io(d, who[i].cmd, pfd + i, (int)k);
+			i += k;
+		}
+		for (size_t i = 0; i < n; i++) {
+			c = who[i].conn;
+			if (!c || c->closing || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (conn_read(d, c) < 0) {
+				/* Nobody is there to read what is queued. */
+				c->closing = 1;
+				c->out.len = 0;
+			}
+		}
+		if (pfd[0].revents & POLLIN)
+			accept_conns(d);
+	}
+	free(pfd);
+	free(who);
+	return 0;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Sets up the daemon's process state and socket, tells the starter
+ * (ready_fd, -1 in the foreground) and serves until idle. */
+static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int lockfd,
+		       int ready_fd)
+{
+	struct hsr_daemon d = { .rd = rd, .idle_s = o->idle_s, .listen_fd = -1 };
+	char err[512] = "";
+	int rc;
+
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(SIGPIPE, SIG_IGN);
+	/* Shims are our only children and report through their status
+	 * pipes, so the kernel may reap them. */
+	signal(SIGCHLD, SIG_IGN);
+	rc = listen_sock(&d, err, sizeof(err));
+	if (ready_fd >= 0) {
+		size_t len = rc < 0 ? strlen(err) : 0;
+
+		if (len == 0 && rc < 0)
+			len = snprintf(err, sizeof(err), "daemon failed to start");
+		if (write(ready_fd, rc < 0 ? err : "", rc < 0 ? len : 1) < 0) {
+			/* The starter is gone; serve anyway. */
+		}
+		close(ready_fd);
+	} else if (rc < 0) {
+		hsr_warn("%s", err);
+	}
+	if (lockfd >= 0)
+		close(lockfd);
+	if (rc < 0)
+		return 1;
+	return run_loop(&d);
+}
+
+int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int lockfd,
+		     char *err, size_t errlen)
+{
+	char msg[512];
+	int ready[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (o->foreground) {
+		if (daemon_main(o, rd, lockfd, -1) != 0) {
+			set_err(err, errlen, "daemon failed");
+			return -1;
+		}
+		return 0;
+	}
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		set_err(err, errlen, "cannot start daemon: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		set_err(err, errlen, "cannot start daemon: fork: %s", strerror(errno));
+		close(ready[0]);
+		close(ready[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null_in, null_out;
+
+		/* Detach: a new session, then a second fork so the daemon is
+		 * not a session leader and can never acquire a terminal. */
+		close(ready[0]);
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		null_in = hsr_open_null(O_RDONLY);
+		null_out = hsr_open_null(O_WRONLY);
+		if (null_in >= 0 && null_out >= 0) {
+			dup2(null_in, 0);
+			dup2(null_out, 1);
+			dup2(null_out, 2);
+		}
+		if (null_in > 2)
+			close(null_in);
+		if (null_out > 2)
+			close(null_out);
+		if (chdir("/") < 0)
+			_exit(1);
+		umask(077);
+		_exit(daemon_main(o, rd, lockfd, ready[1]));
+	}
+	close(ready[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	do
+		n = read(ready[0], msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	close(ready[0]);
+	if (n == 1 && msg[0] == '\0')
+		return 0;
+	if (n <= 0)
+		set_err(err, errlen, "daemon exited before listening");
+	else
+		set_err(err, errlen, "%.*s", (int)n, msg);
+	return -1;
+}

@@ -1,0 +1,95 @@
+/* The daemon's state, shared by daemon.c, cmd.c and files.c. */
+#ifndef HSR_DAEMON_H
+#define HSR_DAEMON_H
+
+#include <poll.h>
+
+#include "runner.h"
+
+struct hsr_conn;
+
+struct hsr_cmd {
+	struct hsr_cmd *next;
+	uint64_t id;
+	struct hsr_conn *owner; /* the stream output goes to; NULL while detached */
+	pid_t shim;
+	int pipe_fd[4];         /* read ends by stream (1 stdout, 2 stderr, 3 state); -1 closed */
+	int stdin_fd;           /* write end, -1 when closed or /dev/null */
+	int ctl_fd;             /* control pipe to the shim */
+	int status_fd;          /* status pipe from the shim */
+	struct hsr_buf stdin_buf;
+	int stdin_eof;
+	struct hsr_spool sp[4];
+	uint64_t credit;
+	int done;               /* the shim reported the top process's exit */
+	int64_t drain_until;    /* after done: detach pipes idle past this */
+	struct hsr_shim_status st;
+	int exit_sent;          /* EXIT queued on the current owner */
+};
+
+struct hsr_put {
+	struct hsr_put *next;
+	uint64_t id;
+	int fd;
+	char *tmp;
+	char *path;
+	int failed;
+};
+
+struct hsr_get {
+	struct hsr_get *next;
+	uint64_t id;
+	int fd;
+	uint64_t offset;
+};
+
+struct hsr_conn {
+	struct hsr_conn *next;
+	int fd;
+	int hello;      /* handshake done */
+	int closing;    /* close once out is flushed */
+	struct hsr_decoder dec;
+	struct hsr_buf out;
+	struct hsr_put *puts;
+	struct hsr_get *gets;
+	struct hsr_cmd *rr; /* where the output round robin resumes */
+};
+
+struct hsr_daemon {
+	struct hsr_rundir *rd;
+	int listen_fd;
+	int idle_s;
+	int64_t idle_since;
+	struct hsr_conn *conns;
+	struct hsr_cmd *cmds;
+	unsigned seq;
+};
+
+/* daemon.c */
+void hsr_conn_error(struct hsr_conn *c, uint64_t id, uint32_t code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* cmd.c */
+struct hsr_cmd *hsr_cmd_find(struct hsr_daemon *d, uint64_t id);
+void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, size_t len);
+void hsr_cmd_stdin(struct hsr_cmd *cmd, const void *p, size_t n, int eof);
+void hsr_cmd_control(struct hsr_cmd *cmd, uint8_t op, uint32_t arg);
+void hsr_cmd_ack(struct hsr_daemon *d, struct hsr_cmd *cmd, int stream, uint64_t off);
+void hsr_cmd_attach(struct hsr_daemon *d, struct hsr_conn *c, uint64_t credit);
+/* Adds the command's descriptors that need polling; returns how many. */
+int hsr_cmd_pollfds(struct hsr_cmd *cmd, struct pollfd *pfd, int max);
+/* Handles readiness on the command's descriptors and timers. */
+void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *pfd, int n);
+/* Queues output and EXIT frames for a connection within its limits. */
+void hsr_cmd_pump(struct hsr_daemon *d, struct hsr_conn *c);
+/* Returns the next time (ms) a command needs attention, or -1. */
+int64_t hsr_cmd_wake(const struct hsr_cmd *cmd);
+void hsr_cmd_free(struct hsr_cmd *cmd);
+
+/* files.c */
+void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);
+void hsr_files_get(struct hsr_conn *c, const struct hsr_msg *m);
+void hsr_files_pump(struct hsr_conn *c);
+void hsr_files_drop(struct hsr_conn *c);
+
+#endif

@@ -1,0 +1,136 @@
+/* hs-runner: the in-sandbox command runner (see hs-runner(7)). */
+#include "runner.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hs-runner --daemon [--dir DIR] [--idle SECONDS] [--foreground]\n"
+		"       hs-runner --attach [--dir DIR] [--start] [--idle SECONDS]\n"
+		"\n"
+		"Runs commands for hs inside a sandbox.  The daemon owns the commands and\n"
+		"listens on DIR/sock; every stream is an --attach that proxies its\n"
+		"stdin/stdout to that socket.\n"
+		"\n"
+		"  --daemon         start the daemon (it detaches once it listens)\n"
+		"  --attach         proxy stdin/stdout to the daemon's socket\n"
+		"  --start          with --attach: start the daemon if none listens\n"
+		"  --dir DIR        runtime directory, created 0700 if missing (default:\n"
+		"                   $XDG_RUNTIME_DIR/hs-runner, else /tmp/hs-runner-UID)\n"
+		"  --idle SECONDS   exit after this long without streams or commands\n"
+		"                   (default %d; 0 never)\n"
+		"  --foreground     with --daemon: do not detach\n"
+		"  --help           show this help and exit\n"
+		"  --version        show the version and protocol range and exit\n"
+		"\n"
+		"See hs-runner(7).\n", HSR_DEFAULT_IDLE_S);
+}
+
+static int parse_idle(const char *s, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (!*s || *end || v < 0 || v > INT_MAX / 1000)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_DAEMON = 256, OPT_ATTACH, OPT_START, OPT_DIR, OPT_IDLE, OPT_FG, OPT_HELP,
+	       OPT_VERSION };
+	static const struct option opts[] = {
+		{ "daemon", no_argument, NULL, OPT_DAEMON },
+		{ "attach", no_argument, NULL, OPT_ATTACH },
+		{ "start", no_argument, NULL, OPT_START },
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "idle", required_argument, NULL, OPT_IDLE },
+		{ "foreground", no_argument, NULL, OPT_FG },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	int mode = 0, start = 0, fg = 0, idle = HSR_DEFAULT_IDLE_S, opt;
+	char defdir[256];
+	const char *dir = NULL;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_DAEMON:
+		case OPT_ATTACH:
+			if (mode && mode != opt) {
+				hsr_warn("--daemon and --attach are exclusive");
+				return 2;
+			}
+			mode = opt;
+			break;
+		case OPT_START:
+			start = 1;
+			break;
+		case OPT_DIR:
+			dir = optarg;
+			break;
+		case OPT_IDLE:
+			if (parse_idle(optarg, &idle) < 0) {
+				hsr_warn("invalid --idle '%s': expected whole seconds", optarg);
+				return 2;
+			}
+			break;
+		case OPT_FG:
+			fg = 1;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("hs-runner %s (protocol %d..%d)\n", HSR_VERSION, HSR_PROTO_MIN,
+			       HSR_PROTO_MAX);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !mode) {
+		usage(stderr);
+		return 2;
+	}
+	if (!dir) {
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+		if (xdg && *xdg)
+			snprintf(defdir, sizeof(defdir), "%s/hs-runner", xdg);
+		else
+			snprintf(defdir, sizeof(defdir), "/tmp/hs-runner-%u", (unsigned)geteuid());
+		dir = defdir;
+	}
+	if (mode == OPT_ATTACH)
+		return hsr_attach_main(dir, start, idle);
+	{
+		struct hsr_daemon_opts o = { .dir = dir, .idle_s = idle, .foreground = fg };
+		struct hsr_rundir rd;
+		char err[600];
+		int lockfd;
+
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		if (hsr_rundir_open(&rd, dir, err, sizeof(err)) < 0) {
+			hsr_warn("%s", err);
+			return 1;
+		}
+		lockfd = hsr_rundir_lock(&rd, err, sizeof(err));
+		if (lockfd < 0 || hsr_daemon_start(&o, &rd, lockfd, err, sizeof(err)) < 0) {
+			hsr_warn("%s", err);
+			return 1;
+		}
+		return 0;
+	}
+}

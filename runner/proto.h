@@ -1,0 +1,217 @@
+/* hs-runner wire protocol: frame encoding and incremental decoding.
+ *
+ * A frame is a little-endian u32 length L, then L bytes: a u8 type and the
+ * type's payload.  Integers in payloads are fixed-width little-endian;
+ * strings are a u32 length and that many bytes (no terminator).  The
+ * layout of every frame is documented in hs-runner(7).  This file is plain
+ * C with libc only, so it builds both into the static runner and into the
+ * core's client library.
+ */
+#ifndef HSR_PROTO_H
+#define HSR_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The software version, passed by the build (-DHSR_VERSION=...). */
+#ifndef HSR_VERSION
+#define HSR_VERSION "unknown"
+#endif
+
+/* Protocol versions this build speaks.  A peer offers a range in HELLO and
+ * the daemon answers with the highest version both sides support. */
+#define HSR_PROTO_MIN 1
+#define HSR_PROTO_MAX 1
+
+/* No frame (length field value) may exceed this; the decoder refuses it. */
+#define HSR_MAX_FRAME (4u * 1024u * 1024u)
+/* Largest data chunk the daemon puts into one OUTPUT/STATE/FILE_DATA frame
+ * and the client into one STDIN or PUT frame. */
+#define HSR_CHUNK (64u * 1024u)
+
+/* Frame types.  Append only; never renumber. */
+enum hsr_frame_type {
+	HSR_F_HELLO = 1,     /* both ways: u32 min, u32 max, str software version */
+	HSR_F_ERROR = 2,     /* daemon: u64 id, u32 code, str message */
+	HSR_F_EXEC = 3,      /* client: see hsr_exec_encode() */
+	HSR_F_STDIN = 4,     /* client: u64 id, bytes */
+	HSR_F_STDIN_EOF = 5, /* client: u64 id */
+	HSR_F_SIGNAL = 6,    /* client: u64 id, u32 signo */
+	HSR_F_CANCEL = 7,    /* client: u64 id */
+	HSR_F_OUTPUT = 8,    /* daemon: u64 id, u8 stream, u64 offset, bytes */
+	HSR_F_EXIT = 9,      /* daemon: u64 id, i32 code, u8 timed_out, u8 cancelled,
+	                        u64 dropped[1..2], u64 total[1..3] */
+	HSR_F_STATE = 10,    /* daemon: u64 id, u8 stream (3), u64 offset, bytes */
+	HSR_F_PUT = 11,      /* client: u64 id, u32 flags, u32 mode, str path, bytes */
+	HSR_F_GET = 12,      /* client: u64 id, str path */
+	HSR_F_FILE_DATA = 13,/* daemon: u64 id, u8 final, u64 offset, bytes */
+	HSR_F_OK = 14,       /* daemon: u64 id (a PUT completed) */
+	HSR_F_ACK = 15,      /* client: u64 id, u8 stream (0 = the exit), u64 offset */
+	HSR_F_CREDIT = 16,   /* client: u64 id, u64 bytes */
+	HSR_F_ATTACH = 17,   /* client: u64 credit; daemon: u32 n, n entries */
+	HSR_F_PING = 18,     /* client: u64 token */
+	HSR_F_PONG = 19,     /* daemon: u64 token */
+	HSR_F_MAX_TYPE = 19
+};
+
+/* ERROR codes.  Append only. */
+enum hsr_error_code {
+	HSR_E_PROTO = 1,    /* malformed or unexpected frame */
+	HSR_E_VERSION = 2,  /* no common protocol version */
+	HSR_E_BUSY = 3,     /* the id is already in use */
+	HSR_E_NOENT = 4,    /* no command or transfer with that id */
+	HSR_E_EXEC = 5,     /* the daemon could not start the command */
+	HSR_E_FILE = 6,     /* a PUT or GET failed */
+	HSR_E_LIMIT = 7     /* a resource limit was hit */
+};
+
+/* EXEC flags. */
+#define HSR_EXEC_STDIN_PIPE 0x1u /* stdin is a pipe fed by STDIN frames */
+#define HSR_EXEC_WANT_STATE 0x2u /* fd 3 is a pipe read as STATE frames */
+
+/* PUT flags. */
+#define HSR_PUT_FIRST 0x1u /* first chunk: create the temporary file */
+#define HSR_PUT_FINAL 0x2u /* last chunk: set the mode and rename into place */
+
+/* Streams as numbered in OUTPUT, STATE, ACK and the attach list. */
+#define HSR_STREAM_EXIT 0
+#define HSR_STREAM_STDOUT 1
+#define HSR_STREAM_STDERR 2
+#define HSR_STREAM_STATE 3
+
+/* Credit meaning "never throttle". */
+#define HSR_CREDIT_UNLIMITED UINT64_MAX
+
+/* A growable output buffer. */
+struct hsr_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	int failed; /* set when an allocation failed; the content is then invalid */
+};
+
+void hsr_buf_init(struct hsr_buf *b);
+void hsr_buf_free(struct hsr_buf *b);
+/* Drops the first n bytes (they were written out). */
+void hsr_buf_consume(struct hsr_buf *b, size_t n);
+void hsr_buf_put(struct hsr_buf *b, const void *p, size_t n);
+void hsr_buf_u8(struct hsr_buf *b, uint8_t v);
+void hsr_buf_u32(struct hsr_buf *b, uint32_t v);
+void hsr_buf_u64(struct hsr_buf *b, uint64_t v);
+void hsr_buf_str(struct hsr_buf *b, const char *s);
+/* Starts a frame of the given type and returns the position to pass to
+ * hsr_frame_end(), which patches the length field. */
+size_t hsr_frame_begin(struct hsr_buf *b, uint8_t type);
+void hsr_frame_end(struct hsr_buf *b, size_t start);
+
+/* A bounds-checked payload reader.  Any read past the end sets err and
+ * yields zeros, so parsers check err once at the end. */
+struct hsr_reader {
+	const uint8_t *p;
+	size_t left;
+	int err;
+};
+
+void hsr_reader_init(struct hsr_reader *r, const void *p, size_t len);
+uint8_t hsr_get_u8(struct hsr_reader *r);
+uint32_t hsr_get_u32(struct hsr_reader *r);
+uint64_t hsr_get_u64(struct hsr_reader *r);
+/* Returns a pointer to len bytes of string data (not terminated). */
+const char *hsr_get_str(struct hsr_reader *r, uint32_t *len);
+
+/* One decoded frame; payload points into the decoder's buffer and stays
+ * valid until the next hsr_decoder_feed(). */
+struct hsr_frame {
+	uint8_t type;
+	const uint8_t *payload;
+	size_t len;
+};
+
+/* An incremental decoder: feed it any bytes, take whole frames out. */
+struct hsr_decoder {
+	uint8_t *buf;
+	size_t len;  /* bytes held */
+	size_t pos;  /* start of the first frame not yet returned */
+	size_t cap;
+	uint32_t max_frame;
+	int error;   /* sticky: a frame was too large or empty */
+};
+
+void hsr_decoder_init(struct hsr_decoder *d, uint32_t max_frame);
+void hsr_decoder_free(struct hsr_decoder *d);
+/* Copies len bytes in.  Returns 0, or -1 when out of memory. */
+int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len);
+/* Returns 1 and fills f when a whole frame is buffered, 0 when more bytes
+ * are needed, -1 when the stream is invalid (the error is sticky). */
+int hsr_decoder_next(struct hsr_decoder *d, struct hsr_frame *f);
+
+/* A decoded message of any type except the EXEC and attach-list bodies,
+ * which have their own decoders.  Fields not used by a type are zero. */
+struct hsr_msg {
+	uint8_t type;
+	uint64_t id;
+	uint8_t stream;
+	uint64_t offset;
+	uint64_t value;      /* CREDIT bytes, PING/PONG token, ATTACH credit */
+	uint32_t vmin, vmax; /* HELLO */
+	uint32_t code;       /* ERROR */
+	uint32_t signo;      /* SIGNAL */
+	uint32_t flags;      /* PUT */
+	uint32_t mode;       /* PUT */
+	int32_t exit_code;   /* EXIT */
+	uint8_t timed_out, cancelled, final;
+	uint64_t dropped[4]; /* EXIT, indexed by stream */
+	uint64_t total[4];   /* EXIT, indexed by stream */
+	const char *str;     /* HELLO version, ERROR message, PUT/GET path */
+	uint32_t str_len;
+	const uint8_t *data; /* STDIN, OUTPUT, STATE, PUT, FILE_DATA bytes; ATTACH list */
+	size_t len;
+	uint32_t count;      /* ATTACH reply: number of entries */
+};
+
+/* Decodes and validates the payload of frame f.  Returns 0, or -1 when the
+ * payload is malformed.  EXEC payloads are only checked for structure;
+ * use hsr_exec_decode() to take them apart. */
+int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m);
+/* Appends the frame for m (any type except EXEC and an ATTACH reply). */
+void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon);
+
+/* A decoded EXEC request: one allocation, NUL-terminated copies. */
+struct hsr_exec_req {
+	uint64_t id;
+	uint32_t flags;
+	int64_t deadline_ms;
+	int64_t grace_ms;
+	uint64_t head, tail;
+	uint64_t credit;
+	char *cwd;
+	char **argv; /* NULL-terminated */
+	char **envp; /* NULL-terminated */
+};
+
+void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
+		     int64_t deadline_ms, int64_t grace_ms, uint64_t head,
+		     uint64_t tail, uint64_t credit, const char *cwd,
+		     const char *const *argv, const char *const *envp);
+/* Returns a new request (free() it), or NULL when the payload is malformed
+ * (empty argv, an environment entry without '=', an embedded NUL) or
+ * memory ran out; errno says which (EINVAL or ENOMEM). */
+struct hsr_exec_req *hsr_exec_decode(const uint8_t *p, size_t len);
+
+/* One command in an ATTACH reply.  Arrays are indexed by stream 1..3. */
+struct hsr_attach_entry {
+	uint64_t id;
+	int finished;      /* the command has exited (its EXIT follows the output) */
+	uint64_t acked[4]; /* the offset output will be resent from */
+	uint64_t end[4];   /* bytes produced so far */
+};
+
+#define HSR_ATTACH_ENTRY_SIZE (8 + 1 + 6 * 8)
+void hsr_attach_entry_encode(struct hsr_buf *b, const struct hsr_attach_entry *e);
+/* Decodes entry i of an ATTACH reply decoded by hsr_msg_decode(). */
+void hsr_attach_entry_decode(const struct hsr_msg *m, uint32_t i, struct hsr_attach_entry *e);
+
+/* Returns a static name for a frame type, for messages. */
+const char *hsr_frame_name(int type);
+
+#endif

@@ -1,0 +1,203 @@
+/* The runtime directory: where the socket, the lock and the spool live.
+ *
+ * Everything in it is trusted only because the directory itself is
+ * private, so it is checked with lstat (a symlink is refused, not
+ * followed), must belong to the effective uid with mode exactly 0700, and
+ * must be node-local: on NFS two nodes could share the path while their
+ * sockets and locks stay apart.
+ */
+#include "runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* File system magic numbers (linux/magic.h is not available to musl). */
+#define NFS_MAGIC 0x6969
+#define SMB_MAGIC 0x517B
+#define CIFS_MAGIC 0xFF534D42u
+#define SMB2_MAGIC 0xFE534D42u
+
+int64_t hsr_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void hsr_warn(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(msg) - 2)
+		n = sizeof(msg) - 2;
+	msg[n++] = '\n';
+	/* One write so concurrent messages do not interleave. */
+	if (dprintf(2, "hs-runner: %.*s", n, msg) < 0) {
+		/* stderr is gone; nothing else to do */
+	}
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int hsr_rundir_open(struct hsr_rundir *rd, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sun;
+	struct statfs sfs;
+	struct stat st;
+	int fd = -1;
+
+	rd->dirfd = -1;
+	if (!path || !*path) {
+		set_err(err, errlen, "runtime directory not given");
+		return -1;
+	}
+	if (strlen(path) >= sizeof(rd->path)) {
+		set_err(err, errlen, "runtime directory '%s' is too long", path);
+		return -1;
+	}
+	snprintf(rd->path, sizeof(rd->path), "%s", path);
+	if (strlen(path) + sizeof("/sock") > sizeof(sun.sun_path)) {
+		set_err(err, errlen, "runtime directory '%s' is too long for a socket path "
+			"(at most %zu bytes)", path, sizeof(sun.sun_path) - sizeof("/sock"));
+		return -1;
+	}
+	snprintf(rd->sock, sizeof(rd->sock), "%s/sock", path);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+		set_err(err, errlen, "cannot create runtime directory '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (lstat(path, &st) < 0) {
+		set_err(err, errlen, "cannot stat runtime directory '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "runtime directory '%s' is not a directory%s", path,
+			S_ISLNK(st.st_mode) ? " (a symlink)" : "");
+		return -1;
+	}
+	/* Open without following, then compare with what lstat saw, so the
+	 * checks below are about the directory actually used. */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		set_err(err, errlen, "cannot open runtime directory '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	if (st.st_uid != geteuid()) {
+		set_err(err, errlen, "runtime directory '%s' is owned by uid %u, not %u", path,
+			(unsigned)st.st_uid, (unsigned)geteuid());
+		goto fail;
+	}
+	if ((st.st_mode & 07777) != 0700) {
+		set_err(err, errlen, "runtime directory '%s' has mode %04o, not 0700", path,
+			(unsigned)(st.st_mode & 07777));
+		goto fail;
+	}
+	if (fstatfs(fd, &sfs) < 0) {
+		set_err(err, errlen, "cannot statfs runtime directory '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((unsigned long)sfs.f_type == NFS_MAGIC || (unsigned long)sfs.f_type == SMB_MAGIC ||
+	    (unsigned long)sfs.f_type == CIFS_MAGIC || (unsigned long)sfs.f_type == SMB2_MAGIC) {
+		set_err(err, errlen, "runtime directory '%s' is on a network file system; "
+			"use a node-local directory", path);
+		goto fail;
+	}
+	rd->dirfd = fd;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+void hsr_rundir_close(struct hsr_rundir *rd)
+{
+	if (rd->dirfd >= 0)
+		close(rd->dirfd);
+	rd->dirfd = -1;
+}
+
+int hsr_rundir_lock(const struct hsr_rundir *rd, char *err, size_t errlen)
+{
+	int fd = openat(rd->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		set_err(err, errlen, "cannot open lock '%s/lock': %s", rd->path, strerror(errno));
+		return -1;
+	}
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno == EINTR)
+			continue;
+		set_err(err, errlen, "cannot lock '%s/lock': %s", rd->path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int hsr_rundir_connect(const struct hsr_rundir *rd)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", rd->sock);
+	while (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		int e = errno;
+
+		if (e == EINTR)
+			continue;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int hsr_open_null(int flags)
+{
+	int fd = open("/dev/null", flags | O_CLOEXEC);
+	int p[2];
+
+	if (fd >= 0)
+		return fd;
+	/* A pipe whose other end is closed reads as EOF and fails writes,
+	 * which is close enough to /dev/null for stdin. */
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if ((flags & O_ACCMODE) == O_RDONLY) {
+		close(p[1]);
+		return p[0];
+	}
+	close(p[0]);
+	return p[1];
+}

@@ -1,0 +1,117 @@
+/* hs-runner internals shared between the daemon's files. */
+#ifndef HSR_RUNNER_H
+#define HSR_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+/* Lossless spool: stop reading a command's pipe when this many bytes are
+ * spooled but not yet sent, or this many not yet acknowledged. */
+#define HSR_UNSENT_MAX (4u * 1024u * 1024u)
+#define HSR_UNACKED_MAX (64u * 1024u * 1024u)
+/* Stop generating data frames for a connection above this much queued. */
+#define HSR_OUT_HIGH (256u * 1024u)
+/* How long pipes are drained after the command's top process exited. */
+#define HSR_DRAIN_MS 100
+#define HSR_DEFAULT_GRACE_MS 2000
+#define HSR_DEFAULT_IDLE_S 600
+
+int64_t hsr_now_ms(void);
+/* Writes "hs-runner: MESSAGE" to stderr. */
+void hsr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* rundir.c: the runtime directory. */
+struct hsr_rundir {
+	char path[4096];
+	char sock[108]; /* fits sun_path by construction */
+	int dirfd;
+};
+
+/* Creates the directory (0700) when missing and checks it: a directory,
+ * not a symlink, owned by the effective uid, mode exactly 0700, not on a
+ * network file system, with room for the socket path.  Returns 0 or -1
+ * with a one-line message in err. */
+int hsr_rundir_open(struct hsr_rundir *rd, const char *path, char *err, size_t errlen);
+void hsr_rundir_close(struct hsr_rundir *rd);
+/* Opens and exclusively locks DIR/lock (blocking).  Returns the fd or -1. */
+int hsr_rundir_lock(const struct hsr_rundir *rd, char *err, size_t errlen);
+/* Connects to DIR/sock.  Returns the fd or -1 with errno. */
+int hsr_rundir_connect(const struct hsr_rundir *rd);
+/* Opens /dev/null, or an empty pipe's read end where there is no
+ * /dev/null (a bare chroot).  Returns the fd or -1. */
+int hsr_open_null(int flags);
+
+/* spool.c: the bytes of one output stream not yet acknowledged. */
+struct hsr_spool {
+	int fd;            /* -1 until the first byte */
+	uint64_t head, tail; /* bounds; both 0 means lossless */
+	uint64_t end;      /* bytes produced */
+	uint64_t sent;     /* next offset to send */
+	uint64_t sent_max; /* highest offset ever sent */
+	uint64_t acked;
+	uint64_t dropped;  /* bytes discarded without ever being sent */
+	uint64_t punched;  /* lossless: file space below this was freed */
+};
+
+void hsr_spool_init(struct hsr_spool *sp, uint64_t head, uint64_t tail);
+void hsr_spool_close(struct hsr_spool *sp);
+/* Appends bytes produced by the command.  Returns 0 or -1 with errno. */
+int hsr_spool_append(struct hsr_spool *sp, int dirfd, const void *p, size_t n);
+/* Returns the number of bytes ready to send (after skipping discarded ones). */
+uint64_t hsr_spool_unsent(struct hsr_spool *sp);
+/* Reads up to max unsent bytes at *off and advances.  Returns the count
+ * (0 when nothing is ready) or -1 with errno. */
+ssize_t hsr_spool_take(struct hsr_spool *sp, void *buf, size_t max, uint64_t *off);
+void hsr_spool_ack(struct hsr_spool *sp, uint64_t off);
+/* Restarts sending from the acknowledged offset (a new attach). */
+void hsr_spool_rewind(struct hsr_spool *sp);
+/* Returns 1 when the command must not be read from until bytes go out. */
+int hsr_spool_full(const struct hsr_spool *sp);
+
+/* shim.c: the per-command supervisor. */
+struct hsr_shim_spec {
+	char **argv;
+	char **envp;
+	const char *cwd;
+	int fd_in, fd_out, fd_err, fd_state; /* child ends; fd_state -1 for none */
+	int ctl_fd;      /* read end of the daemon's control pipe */
+	int status_fd;   /* write end of the status pipe */
+	int64_t deadline; /* absolute monotonic ms, 0 for none */
+	int64_t grace_ms;
+};
+
+/* Control messages from the daemon to a shim: an op byte and a u32. */
+#define HSR_SHIM_CANCEL 'C'
+#define HSR_SHIM_SIGNAL 'S'
+
+/* The status a shim reports when the command's top process exits. */
+struct hsr_shim_status {
+	int32_t exit_code;
+	uint8_t timed_out;
+	uint8_t cancelled;
+	uint8_t pad[2];
+};
+
+/* Runs in the freshly forked shim; never returns. */
+void hsr_shim_run(const struct hsr_shim_spec *s) __attribute__((noreturn));
+
+/* daemon.c */
+struct hsr_daemon_opts {
+	const char *dir;
+	int idle_s;
+	int foreground;
+};
+
+/* Forks the daemon (detached unless foreground), which binds DIR/sock.
+ * lockfd is the caller's lock on DIR/lock, held until the socket exists.
+ * Returns 0 once the daemon listens, or -1 with a message in err. */
+int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int lockfd,
+		     char *err, size_t errlen);
+
+/* attach.c */
+int hsr_attach_main(const char *dir, int start, int idle_s);
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * example.c - a tiny hermes-sandbox backend, built out of tree against the
+ * installed SDK with pkg-config alone:
+ *
+ *     cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags hs-backend) \
+ *        -o example.so example.c
+ *
+ * It runs each argv directly on the host in its own process group (no
+ * isolation, no runner), which is enough to show every required part of the
+ * ABI: the descriptor, init/fini, probe, open/close, exec with a relative
+ * deadline, and a thread-safe cancel.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hs/backend.h>
+
+struct ex_state {
+	const struct hs_host_v1 *host;
+};
+
+struct ex_env {
+	struct ex_state *st;
+	volatile pid_t running;     /* process group of the running exec, or 0 */
+	volatile uint64_t running_id;
+};
+
+static int32_t
+ex_init(const struct hs_host_v1 *host, void **state, char *err)
+{
+	struct ex_state *st = calloc(1, sizeof(*st));
+	if (!st) {
+		snprintf(err, HS_ERR_MAX, "out of memory");
+		return HS_E_NOMEM;
+	}
+	st->host = host;
+	*state = st;
+	return HS_OK;
+}
+
+static void
+ex_fini(void *state)
+{
+	free(state);
+}
+
+static int32_t
+ex_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
+{
+	r->ready = access("/bin/sh", X_OK) == 0;
+	r->runner = 0;
+	if (!r->ready)
+		snprintf(r->reason, sizeof(r->reason), "'/bin/sh' is not executable here");
+	snprintf(r->detail, sizeof(r->detail), "isolation=none");
+	return HS_OK;
+}
+
+static int32_t
+ex_open(void *state, const struct hs_env_spec *spec, void **envp,
+        struct hs_env_props *props, char *err)
+{
+	struct ex_env *env;
+
+	if (spec->image && *spec->image) {
+		snprintf(err, HS_ERR_MAX, "backend 'example' has no images (asked for '%s')", spec->image);
+		return HS_E_INVALID;
+	}
+	env = calloc(1, sizeof(*env));
+	if (!env) {
+		snprintf(err, HS_ERR_MAX, "out of memory");
+		return HS_E_NOMEM;
+	}
+	env->st = state;
+	props->host_access = 1;
+	snprintf(props->host_reason, sizeof(props->host_reason), "commands run directly on the host");
+	snprintf(props->isolation, sizeof(props->isolation), "none");
+	snprintf(props->runner_reason, sizeof(props->runner_reason), "the example backend has no runner");
+	snprintf(props->shell, sizeof(props->shell), "/bin/sh");
+	*envp = env;
+	return HS_OK;
+}
+
+static void
+ex_drain(int fd, int stream, const struct hs_exec_req *req, int *open_)
+{
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	if (n > 0)
+		req->sink.write(req->sink.ctx, stream, buf, (uint64_t)n);
+	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+		*open_ = 0;
+}
+
+static int32_t
+ex_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, char *err)
+{
+	struct ex_env *env = envp;
+	int out[2], errp[2], status = 0;
+	uint64_t start = env->st->host->now_ms(env->st->host->ctx);
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		snprintf(err, HS_ERR_MAX, "cannot create pipes: %s", strerror(errno));
+		return HS_E_IO;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, HS_ERR_MAX, "cannot fork: %s", strerror(errno));
+		return HS_E_IO;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		setpgid(0, 0);
+		dup2(null, 0);
+		dup2(out[1], 1);
+		dup2(errp[1], 2);
+		if (req->cwd && chdir(req->cwd) < 0)
+			_exit(126);
+		execve(req->argv[0], (char *const *)req->argv, (char *const *)req->envp);
+		execvpe(req->argv[0], (char *const *)req->argv, (char *const *)req->envp);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	env->running_id = req->exec_id;
+	env->running = pid;
+	close(out[1]);
+	close(errp[1]);
+	int open_out = 1, open_err = 1;
+	memset(res, 0, sizeof(*res));
+	while (open_out || open_err) {
+		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { errp[0], POLLIN, 0 } };
+		int timeout = -1;
+		if (req->deadline_ms > 0) {
+			int64_t left = req->deadline_ms -
+			               (int64_t)(env->st->host->now_ms(env->st->host->ctx) - start);
+			if (left <= 0) {
+				res->timed_out = 1;
+				kill(-pid, SIGKILL);
+				break;
+			}
+			timeout = (int)left;
+		}
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (open_out && p[0].revents)
+			ex_drain(out[0], 1, req, &open_out);
+		if (open_err && p[1].revents)
+			ex_drain(errp[0], 2, req, &open_err);
+	}
+	close(out[0]);
+	close(errp[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	kill(-pid, SIGKILL); /* nothing of the command outlives it */
+	env->running = 0;
+	if (WIFSIGNALED(status)) {
+		res->exit_code = 128 + WTERMSIG(status);
+		if (!res->timed_out && WTERMSIG(status) == SIGKILL && env->running_id == UINT64_MAX)
+			res->cancelled = 1;
+	} else {
+		res->exit_code = WEXITSTATUS(status);
+	}
+	return HS_OK;
+}
+
+static int32_t
+ex_cancel(void *envp, uint64_t exec_id)
+{
+	struct ex_env *env = envp;
+	pid_t pid = env->running;
+	if (pid > 0 && env->running_id == exec_id) {
+		env->running_id = UINT64_MAX;
+		kill(-pid, SIGKILL);
+		return HS_OK;
+	}
+	return HS_E_NOTFOUND;
+}
+
+static int32_t
+ex_close(void *envp, uint32_t flags, char *err)
+{
+	free(envp);
+	return HS_OK;
+}
+
+HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
+	HS_BACKEND_V1_HEADER,
+	.name = "example",
+	.version = "1.0",
+	.summary = "example backend: runs commands directly on the host",
+	.caps = HS_CAP_EXEC,
+	.init = ex_init,
+	.fini = ex_fini,
+	.probe = ex_probe,
+	.open = ex_open,
+	.exec = ex_exec,
+	.cancel = ex_cancel,
+	.close = ex_close,
+};

