@@ -3,7 +3,6 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 
 #include "core/approval.h"
 #include "core/core.h"
+#include "core/safety/prompt.h"
 
 static const char *const mode_names[] = { "deny", "ask", "approve" };
 static const char *const decision_names[] = { "once", "session", "always", "deny" };
@@ -147,25 +147,6 @@ hs_approval_decide(struct hs_core *c, int mode, const char *command, const struc
 	}
 }
 
-/* Print s with every control character and non-ASCII byte escaped, so the
- * command shown is the command that would run. */
-static void
-print_escaped(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '\\')
-			fputs("\\\\", f);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f || *p >= 0x80)
-			fprintf(f, "\\x%02x", *p);
-		else
-			fputc(*p, f);
-	}
-}
-
 static int
 tty_ask(void *ctx, const char *command, const struct hs_analysis *a)
 {
@@ -177,9 +158,13 @@ tty_ask(void *ctx, const char *command, const struct hs_analysis *a)
 		close(fd);
 		return HS_DECIDE_DENY;
 	}
-	fputs("hs: this command needs approval:\n    ", f);
-	print_escaped(f, command);
-	fputc('\n', f);
+	/* Control characters are escaped, so the command shown is the one that runs. */
+	size_t clen = strlen(command), elen = 4 * clen + 1;
+	char *shown = malloc(elen);
+	if (shown)
+		hs_prompt_escape(command, clen, shown, elen);
+	fprintf(f, "hs: this command needs approval:\n    %s\n", shown ? shown : "(out of memory)");
+	free(shown);
 	for (size_t i = 0; i < a->n_findings; i++)
 		fprintf(f, "  %s: %s\n", a->findings[i].rule_id, a->findings[i].description);
 	if (a->opaque)
@@ -191,20 +176,15 @@ tty_ask(void *ctx, const char *command, const struct hs_analysis *a)
 		fflush(f);
 		if (!fgets(line, sizeof(line), f))
 			break; /* EOF denies */
-		char *p = line;
-		while (isspace((unsigned char)*p))
-			p++;
-		p[strcspn(p, " \t\r\n")] = '\0';
-		if (!strcmp(p, "o") || !strcmp(p, "once"))
-			d = HS_DECIDE_ONCE;
-		else if (!strcmp(p, "s") || !strcmp(p, "session"))
-			d = HS_DECIDE_SESSION;
-		else if (!strcmp(p, "a") || !strcmp(p, "always"))
-			d = HS_DECIDE_ALWAYS;
-		else if (!strcmp(p, "d") || !strcmp(p, "deny") || !*p)
-			d = HS_DECIDE_DENY;
-		else
+		line[strcspn(line, "\r\n")] = '\0';
+		if (!line[0]) {
+			d = HS_DECIDE_DENY; /* an empty answer denies */
+			break;
+		}
+		int ans = hs_prompt_parse_answer(line);
+		if (ans == HS_ANSWER_INVALID)
 			continue;
+		d = ans; /* enum hs_answer and enum hs_decision share their values */
 		break;
 	}
 	fclose(f);
