@@ -12,10 +12,8 @@
 
 #include "core/approval.h"
 #include "core/core.h"
-#include "core/safety/prompt.h"
 
 static const char *const mode_names[] = { "deny", "ask", "approve" };
-static const char *const decision_names[] = { "once", "session", "always", "deny" };
 
 int
 hs_approval_mode_parse(const char *s)
@@ -32,19 +30,12 @@ hs_approval_mode_name(int mode)
 	return mode >= 0 && mode < 3 ? mode_names[mode] : "?";
 }
 
-const char *
-hs_decision_name(int d)
-{
-	return d >= 0 && d < 4 ? decision_names[d] : "?";
-}
-
 int
 hs_decision_parse(const char *s)
 {
-	for (int i = 0; i < 4; i++)
-		if (s && strcmp(s, decision_names[i]) == 0)
-			return i;
-	return -1;
+	/* The protocol takes the full words only, not the prompt's abbreviations. */
+	int d = hs_prompt_parse_answer(s);
+	return d != HS_ANSWER_INVALID && s && strcmp(s, hs_answer_name((enum hs_answer)d)) == 0 ? d : -1;
 }
 
 void
@@ -184,7 +175,7 @@ tty_ask(void *ctx, const char *command, const struct hs_analysis *a)
 		int ans = hs_prompt_parse_answer(line);
 		if (ans == HS_ANSWER_INVALID)
 			continue;
-		d = ans; /* enum hs_answer and enum hs_decision share their values */
+		d = ans;
 		break;
 	}
 	fclose(f);

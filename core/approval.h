@@ -7,18 +7,24 @@
 
 #include <stddef.h>
 
+#include "core/safety/prompt.h"
 #include "core/safety/safety.h"
 
 struct hs_core;
 
 enum hs_approval_mode { HS_APPROVAL_DENY = 0, HS_APPROVAL_ASK = 1, HS_APPROVAL_APPROVE = 2 };
 
-enum hs_decision { HS_DECIDE_ONCE = 0, HS_DECIDE_SESSION, HS_DECIDE_ALWAYS, HS_DECIDE_DENY };
+/* The approver's answer: the safety engine's enum hs_answer, by construction. */
+enum hs_decision {
+	HS_DECIDE_ONCE = HS_ANSWER_ONCE,
+	HS_DECIDE_SESSION = HS_ANSWER_SESSION,
+	HS_DECIDE_ALWAYS = HS_ANSWER_ALWAYS,
+	HS_DECIDE_DENY = HS_ANSWER_DENY,
+};
 
 /* Parse "deny", "ask" or "approve".  Returns the mode or -1. */
 int hs_approval_mode_parse(const char *s);
 const char *hs_approval_mode_name(int mode);
-const char *hs_decision_name(int d);
 /* Parse "once", "session", "always" or "deny".  Returns the decision or -1. */
 int hs_decision_parse(const char *s);
 
