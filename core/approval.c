@@ -8,10 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/approval.h"
 #include "core/core.h"
+#include "core/safety/audit.h"
+#include "core/safety/redact.h"
 
 static const char *const mode_names[] = { "deny", "ask", "approve" };
 
@@ -96,46 +99,126 @@ rules_text(const struct hs_analysis *a, char *out, size_t len)
 
 int
 hs_approval_decide(struct hs_core *c, int mode, const char *command, const struct hs_analysis *a,
-                   struct hs_grants *grants, const struct hs_asker *asker, char *why, size_t whylen)
+                   struct hs_grants *grants, const struct hs_asker *asker,
+                   struct hs_approval_out *out)
 {
 	char rules[768];
 
+	out->why[0] = '\0';
+	out->decision = "auto";
+	out->approver = "policy";
 	rules_text(a, rules, sizeof(rules));
 	if (a->verdict == HS_VERDICT_ALLOW)
 		return 1;
 	if (a->verdict == HS_VERDICT_DENY) {
-		snprintf(why, whylen, "denied: %s is never allowed, in any approval mode", rules);
+		out->decision = "deny";
+		snprintf(out->why, sizeof(out->why), "denied: %s is never allowed, in any approval mode",
+		         rules);
 		return 0;
 	}
-	int all = a->n_findings > 0;
-	for (size_t i = 0; i < a->n_findings && all; i++)
-		all = grants && granted(grants, &a->findings[i]);
-	if (all)
+	/* Grants given earlier (this session, or "always") cover every finding? */
+	int by_session = 1, covered = a->n_findings > 0;
+	for (size_t i = 0; i < a->n_findings && covered; i++) {
+		if (grants && granted(grants, &a->findings[i]))
+			continue;
+		by_session = 0;
+		covered = hs_core_allow_check(c, a->findings[i].rule_id, a->findings[i].argv_norm);
+	}
+	if (covered) {
+		out->decision = by_session ? "session" : "always";
+		out->approver = by_session ? "grant" : "allowlist";
 		return 1;
+	}
 	switch (mode) {
 	case HS_APPROVAL_APPROVE:
+		out->decision = "approve";
+		out->approver = "mode:approve";
 		return 1;
 	case HS_APPROVAL_ASK:
 		if (asker) {
 			int d = asker->ask(asker->ctx, command, a);
-			if (d == HS_DECIDE_ONCE || d == HS_DECIDE_ALWAYS)
+			out->approver = asker->name;
+			out->decision = hs_answer_name((enum hs_answer)d);
+			if (d == HS_DECIDE_ONCE)
 				return 1;
 			if (d == HS_DECIDE_SESSION) {
 				for (size_t i = 0; grants && i < a->n_findings; i++)
 					grant(grants, &a->findings[i]);
 				return 1;
 			}
-			snprintf(why, whylen, "denied by the approver: %s", rules);
+			if (d == HS_DECIDE_ALWAYS) {
+				char err[512];
+				for (size_t i = 0; i < a->n_findings; i++)
+					if (hs_core_allow_add(c, a->findings[i].rule_id, a->findings[i].argv_norm,
+					                      err, sizeof(err)) < 0) {
+						hs_warn("the 'always' approval was not saved: %s", err);
+						break;
+					}
+				return 1;
+			}
+			out->decision = "deny";
+			snprintf(out->why, sizeof(out->why), "denied by the approver: %s", rules);
 			return 0;
 		}
-		snprintf(why, whylen, "denied: %s needs approval and nobody can answer here "
+		out->decision = "deny";
+		out->approver = "nobody";
+		snprintf(out->why, sizeof(out->why), "denied: %s needs approval and nobody can answer here "
 		         "(run it from a terminal, or with --approval approve to allow it)", rules);
 		return 0;
 	default:
-		snprintf(why, whylen, "denied: %s needs approval and the approval mode is deny "
+		out->decision = "deny";
+		out->approver = "mode:deny";
+		snprintf(out->why, sizeof(out->why), "denied: %s needs approval and the approval mode is deny "
 		         "(use --approval ask on a terminal, or --approval approve)", rules);
 		return 0;
 	}
+}
+
+static void
+audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
+      const struct hs_approval_out *out, int has_exit, int exit_code, int64_t duration_ms)
+{
+	const char *rules[HS_MAX_FINDINGS];
+	struct timespec ts;
+	char *cmd = g->redact ? hs_redact_string(g->redact, g->command) : NULL;
+
+	for (size_t i = 0; i < an->n_findings; i++)
+		rules[i] = an->findings[i].rule_id;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct hs_audit_record r = {
+		.ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+		.session = g->session,
+		.backend = g->backend,
+		.command = cmd ? cmd : g->command,
+		.verdict = hs_verdict_name(an->verdict),
+		.rules = rules,
+		.n_rules = an->n_findings,
+		.decision = out->decision,
+		.approver = out->approver,
+		.has_exit = has_exit,
+		.exit_code = exit_code,
+		.duration_ms = duration_ms,
+	};
+	hs_core_audit(c, &r);
+	free(cmd);
+}
+
+int
+hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct hs_gate *g,
+                 struct hs_analysis *an, struct hs_approval_out *out)
+{
+	hs_analyse(p, g->command, g->host ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX, an);
+	if (hs_approval_decide(c, g->mode, g->command, an, g->grants, g->asker, out))
+		return 1;
+	audit(c, g, an, out, 0, 0, 0);
+	return 0;
+}
+
+void
+hs_approval_audit_exit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
+                       const struct hs_approval_out *out, int exit_code, int64_t duration_ms)
+{
+	audit(c, g, an, out, 1, exit_code, duration_ms);
 }
 
 static int
@@ -185,7 +268,7 @@ tty_ask(void *ctx, const char *command, const struct hs_analysis *a)
 const struct hs_asker *
 hs_approval_tty(void)
 {
-	static const struct hs_asker tty = { NULL, tty_ask };
+	static const struct hs_asker tty = { NULL, tty_ask, "tty" };
 	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return NULL;

@@ -6,11 +6,13 @@
 #define HS_APPROVAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/safety/prompt.h"
 #include "core/safety/safety.h"
 
 struct hs_core;
+struct hs_redactor;
 
 enum hs_approval_mode { HS_APPROVAL_DENY = 0, HS_APPROVAL_ASK = 1, HS_APPROVAL_APPROVE = 2 };
 
@@ -32,6 +34,7 @@ int hs_decision_parse(const char *s);
 struct hs_asker {
 	void *ctx;
 	int (*ask)(void *ctx, const char *command, const struct hs_analysis *a);
+	const char *name; /* for the audit log: "tty", "client" */
 };
 
 /* Approvals of "session" scope, kept in memory for one session. */
@@ -41,14 +44,46 @@ struct hs_grants {
 };
 void hs_grants_free(struct hs_grants *g);
 
+/* The outcome of a decision, for the caller's message and the audit log. */
+struct hs_approval_out {
+	const char *decision; /* "auto", "once", "session", "always", "approve", "deny" */
+	const char *approver; /* "policy", "grant", "allowlist", "mode:approve", "tty", "client", ... */
+	char why[1024];       /* when denied: one line saying why and how to allow it */
+};
+
 /*
- * Decide whether command (analysed into a) may run under mode.  asker may
- * be NULL (nobody can answer: ask behaves as deny).  Returns 1 to run, 0
- * denied with a one-line reason in why (saying how to allow it).
+ * Decide whether command (analysed into a) may run under mode.  Findings
+ * covered by session grants or the persistent allow list need no question;
+ * "always" answers are added to the allow list.  asker may be NULL (nobody
+ * can answer: ask behaves as deny).  Returns 1 to run, 0 denied.
  */
 int hs_approval_decide(struct hs_core *c, int mode, const char *command, const struct hs_analysis *a,
-                       struct hs_grants *grants, const struct hs_asker *asker, char *why,
-                       size_t whylen);
+                       struct hs_grants *grants, const struct hs_asker *asker,
+                       struct hs_approval_out *out);
+
+/* One command put to the gate. */
+struct hs_gate {
+	const char *session;         /* NULL for an ephemeral run */
+	const char *backend;
+	const char *command;
+	int host;                    /* the environment counts as the host */
+	int mode;                    /* enum hs_approval_mode */
+	struct hs_grants *grants;
+	const struct hs_asker *asker;
+	struct hs_redactor *redact;  /* secrets to keep out of the audit log; may be NULL */
+};
+
+/*
+ * Analyse g->command in the right context, decide, and write a denial to the
+ * audit log.  Returns 1 to run (then call hs_approval_audit_exit), 0 denied
+ * (out->why says why).
+ */
+int hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct hs_gate *g,
+                     struct hs_analysis *an, struct hs_approval_out *out);
+
+/* Write the record of a command that ran, with its exit, to the audit log. */
+void hs_approval_audit_exit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
+                            const struct hs_approval_out *out, int exit_code, int64_t duration_ms);
 
 /* The tty asker (reads /dev/tty); NULL when there is no controlling terminal. */
 const struct hs_asker *hs_approval_tty(void);

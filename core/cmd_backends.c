@@ -89,45 +89,22 @@ json_detail(yajl_gen g, const char *detail)
 	free(copy);
 }
 
-int
-hs_cmd_backends(struct hs_core *c, int argc, char **argv)
+/*
+ * Every backend: the built-in one, then each plugin file in plugin-path
+ * order, loaded and probed in a child.  Returns the rows (*n set), or NULL.
+ */
+static struct row *
+collect(struct hs_core *c, int deep, size_t *n_out)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "deep", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int json = 0, deep = 0, o;
 	struct hs_plugin *found = NULL;
 	size_t n_found = 0;
 
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "+jdh", opts, NULL)) != -1) {
-		switch (o) {
-		case 'j': json = 1; break;
-		case 'd': deep = 1; break;
-		case 'h':
-			printf("usage: hs backends [--json] [--deep]\n\n"
-			       "List every backend: the built-in local one and each plugin found on the\n"
-			       "plugin path, as ready, unavailable (and why) or refused (and why).\n"
-			       "Each plugin is loaded and probed in a separate process.\n\n"
-			       "  --json   print {\"backends\": [...]} instead of a table\n"
-			       "  --deep   let probes use the network (e.g. reach the API)\n");
-			return 0;
-		default:
-			return HS_EXIT_USAGE;
-		}
-	}
-	if (hs_loader_scan((const char *const *)c->plugin_dirs, c->n_plugin_dirs, &found, &n_found) < 0) {
-		hs_die_msg("out of memory");
-		return HS_EXIT_FAIL;
-	}
+	if (hs_loader_scan((const char *const *)c->plugin_dirs, c->n_plugin_dirs, &found, &n_found) < 0)
+		return NULL;
 	struct row *rows = calloc(n_found + 1, sizeof(*rows));
 	if (!rows) {
 		free(found);
-		hs_die_msg("out of memory");
-		return HS_EXIT_FAIL;
+		return NULL;
 	}
 	probe_builtin(c, &rows[0], deep);
 	size_t n = 1;
@@ -162,27 +139,84 @@ hs_cmd_backends(struct hs_core *c, int argc, char **argv)
 		}
 		fill_from_probe(r, st, err);
 	}
+	free(found);
+	*n_out = n;
+	return rows;
+}
+
+static void
+gen_rows(yajl_gen g, const struct row *rows, size_t n)
+{
+	hs_json_key(g, "backends");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		yajl_gen_map_open(g);
+		hs_json_kstr(g, "name", r->p.name);
+		hs_json_kstr(g, "file", r->p.path);
+		hs_json_kstr(g, "version", r->status == 2 ? NULL : r->p.version);
+		hs_json_kstr(g, "summary", r->status == 2 ? NULL : r->p.summary);
+		hs_json_kstr(g, "status", status_names[r->status]);
+		hs_json_kstr(g, "reason", r->why[0] ? r->why : NULL);
+		if (r->status != 2) {
+			hs_json_kbool(g, "runner", r->rep.runner);
+			json_detail(g, r->rep.detail);
+		}
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
+int
+hs_backends_gen(struct hs_core *c, int deep, yajl_gen g)
+{
+	size_t n;
+	struct row *rows = collect(c, deep, &n);
+	if (!rows)
+		return -1;
+	gen_rows(g, rows, n);
+	free(rows);
+	return 0;
+}
+
+int
+hs_cmd_backends(struct hs_core *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "deep", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, deep = 0, o;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+jdh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'j': json = 1; break;
+		case 'd': deep = 1; break;
+		case 'h':
+			printf("usage: hs backends [--json] [--deep]\n\n"
+			       "List every backend: the built-in local one and each plugin found on the\n"
+			       "plugin path, as ready, unavailable (and why) or refused (and why).\n"
+			       "Each plugin is loaded and probed in a separate process.\n\n"
+			       "  --json   print {\"backends\": [...]} instead of a table\n"
+			       "  --deep   let probes use the network (e.g. reach the API)\n");
+			return 0;
+		default:
+			return HS_EXIT_USAGE;
+		}
+	}
+	size_t n;
+	struct row *rows = collect(c, deep, &n);
+	if (!rows) {
+		hs_die_msg("out of memory");
+		return HS_EXIT_FAIL;
+	}
 	if (json) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		hs_json_key(g, "backends");
-		yajl_gen_array_open(g);
-		for (size_t i = 0; i < n; i++) {
-			struct row *r = &rows[i];
-			yajl_gen_map_open(g);
-			hs_json_kstr(g, "name", r->p.name);
-			hs_json_kstr(g, "file", r->p.path);
-			hs_json_kstr(g, "version", r->status == 2 ? NULL : r->p.version);
-			hs_json_kstr(g, "summary", r->status == 2 ? NULL : r->p.summary);
-			hs_json_kstr(g, "status", status_names[r->status]);
-			hs_json_kstr(g, "reason", r->why[0] ? r->why : NULL);
-			if (r->status != 2) {
-				hs_json_kbool(g, "runner", r->rep.runner);
-				json_detail(g, r->rep.detail);
-			}
-			yajl_gen_map_close(g);
-		}
-		yajl_gen_array_close(g);
+		gen_rows(g, rows, n);
 		yajl_gen_map_close(g);
 		hs_json_emit(g, 1);
 	} else {
@@ -199,6 +233,5 @@ hs_cmd_backends(struct hs_core *c, int argc, char **argv)
 		fflush(stdout);
 	}
 	free(rows);
-	free(found);
 	return 0;
 }

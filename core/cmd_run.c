@@ -20,6 +20,7 @@
 #include "core/exec.h"
 #include "core/hsconf.h"
 #include "core/json.h"
+#include "core/safety/redact.h"
 #include "core/session.h"
 
 extern char **environ;
@@ -289,24 +290,6 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		return HS_EXIT_FAIL;
 	}
 
-	/* The safety verdict: a sandbox with host access counts as the host. */
-	struct hs_policy *pol = hs_core_policy(c, err, sizeof(err));
-	if (!pol) {
-		hs_die_msg("%s", err);
-		goto out;
-	}
-	struct hs_analysis an;
-	hs_analyse(pol, command, cn.props.host_access ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX, &an);
-	struct hs_grants grants = { 0 };
-	const struct hs_asker *asker = mode == HS_APPROVAL_ASK ? hs_approval_tty() : NULL;
-	if (!hs_approval_decide(c, mode, command, &an, &grants, asker, err, sizeof(err))) {
-		hs_grants_free(&grants);
-		hs_die_msg("%s", err);
-		rc = HS_EXIT_DENIED;
-		goto out;
-	}
-	hs_grants_free(&grants);
-
 	struct hs_envlist env;
 	const char *const *pass = NULL;
 	size_t n_pass = 0;
@@ -320,6 +303,39 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		goto out;
 	}
 
+	/* The safety verdict: a sandbox with host access counts as the host. */
+	struct hs_policy *pol = hs_core_policy(c, err, sizeof(err));
+	if (!pol) {
+		hs_die_msg("%s", err);
+		hs_env_free(&env);
+		goto out;
+	}
+	struct hs_redactor *red = NULL;
+	if (env.n_secrets)
+		hs_redactor_new(&red, (const char *const *)env.secrets, env.n_secrets);
+	struct hs_grants grants = { 0 };
+	struct hs_gate gate = {
+		.session = session,
+		.backend = cn.be->plugin.name,
+		.command = command,
+		.host = cn.props.host_access,
+		.mode = mode,
+		.grants = &grants,
+		.asker = mode == HS_APPROVAL_ASK ? hs_approval_tty() : NULL,
+		.redact = red,
+	};
+	struct hs_analysis an;
+	struct hs_approval_out verdict;
+	int allowed = hs_approval_gate(c, pol, &gate, &an, &verdict);
+	hs_grants_free(&grants);
+	if (!allowed) {
+		hs_die_msg("%s", verdict.why);
+		hs_redactor_free(red);
+		hs_env_free(&env);
+		rc = HS_EXIT_DENIED;
+		goto out;
+	}
+
 	struct run_sink rs = { .json = json };
 	if (json) {
 		for (int s = 1; s <= 2; s++)
@@ -327,6 +343,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	}
 	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		hs_die_msg("cannot create a pipe: %s", strerror(errno));
+		hs_redactor_free(red);
 		hs_env_free(&env);
 		goto out;
 	}
@@ -356,14 +373,20 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		.tail_bytes = json ? (uint64_t)limit / 2 : 0,
 		.stdin_pipe = sink.input_fd >= 0,
 		.keep_state = session != NULL,
+		.secrets = env.secrets,
+		.n_secrets = env.n_secrets,
 	};
 	struct hs_exec_out res;
-	if (hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err)) < 0) {
+	int exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
+	hs_approval_audit_exit(c, &gate, &an, &verdict,
+	                       exec_rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,
+	                       res.duration_ms);
+	hs_redactor_free(red);
+	hs_env_free(&env);
+	if (exec_rc < 0) {
 		hs_die_msg("%s", err);
-		hs_env_free(&env);
 		goto out;
 	}
-	hs_env_free(&env);
 	if (json) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);

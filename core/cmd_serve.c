@@ -27,12 +27,16 @@
 #include "core/exec.h"
 #include "core/hsconf.h"
 #include "core/json.h"
+#include "core/safety/redact.h"
 #include "core/session.h"
 
 extern char **environ;
 
 #define SRV_MAX_LINE (16u * 1024u * 1024u)
 #define SRV_APPROVAL_WAIT_S 300
+/* Streamed output a session may have waiting for a slow client before further
+ * output events are dropped (the final reply still carries head and tail). */
+#define SRV_STREAM_QUEUE_MAX (4u * 1024u * 1024u)
 
 struct srv;
 
@@ -63,12 +67,28 @@ struct sess {
 	volatile int cancel;
 	char approval_req[32];
 	int approval_answer;   /* -1 pending */
+	size_t queued;         /* bytes of this session's lines waiting for the writer (out_mu) */
 	struct sess *next;
+};
+
+/* One line waiting for the writer. */
+struct line {
+	char *buf;
+	size_t len;
+	struct sess *owner; /* for the per-session queue bound; NULL: none */
+	struct line *next;
 };
 
 struct srv {
 	struct hs_core *c;
+	/* The ordered writer: one thread writes queued lines to stdout, so a
+	 * client that stops reading blocks no session thread. */
+	pthread_t writer;
 	pthread_mutex_t out_mu;
+	pthread_cond_t out_cv;
+	struct line *out_head, *out_tail;
+	int out_closed;
+	int client_gone;
 	pthread_mutex_t mu;    /* sessions list */
 	struct sess *sessions;
 	unsigned approvals;
@@ -76,13 +96,101 @@ struct srv {
 	struct hs_policy *policy;
 };
 
-/* Write one generated line; the lock keeps lines whole and ordered. */
+static void
+enqueue_line(struct srv *s, char *buf, size_t len, struct sess *owner)
+{
+	struct line *l = malloc(sizeof(*l));
+	if (!l) {
+		free(buf);
+		return;
+	}
+	*l = (struct line){ buf, len, owner, NULL };
+	pthread_mutex_lock(&s->out_mu);
+	if (s->client_gone) {
+		pthread_mutex_unlock(&s->out_mu);
+		free(buf);
+		free(l);
+		return;
+	}
+	if (owner)
+		owner->queued += len;
+	if (s->out_tail)
+		s->out_tail->next = l;
+	else
+		s->out_head = l;
+	s->out_tail = l;
+	pthread_cond_signal(&s->out_cv);
+	pthread_mutex_unlock(&s->out_mu);
+}
+
+/* Queue one reply or event line; lines are written whole and in order. */
 static void
 emit(struct srv *s, yajl_gen g)
 {
+	size_t len;
+	char *buf = hs_json_take(g, &len);
+	if (buf)
+		enqueue_line(s, buf, len, NULL);
+}
+
+/*
+ * Queue a streamed output event of session ss, unless the client has fallen
+ * SRV_STREAM_QUEUE_MAX behind on this session.  Returns 0 queued, -1 dropped.
+ */
+static int
+emit_stream(struct sess *ss, yajl_gen g)
+{
+	struct srv *s = ss->srv;
 	pthread_mutex_lock(&s->out_mu);
-	hs_json_emit(g, 1);
+	int full = ss->queued > SRV_STREAM_QUEUE_MAX;
 	pthread_mutex_unlock(&s->out_mu);
+	if (full) {
+		yajl_gen_free(g);
+		return -1;
+	}
+	size_t len;
+	char *buf = hs_json_take(g, &len);
+	if (!buf)
+		return -1;
+	enqueue_line(s, buf, len, ss);
+	return 0;
+}
+
+static void *
+writer(void *arg)
+{
+	struct srv *s = arg;
+	pthread_mutex_lock(&s->out_mu);
+	for (;;) {
+		while (!s->out_head && !s->out_closed)
+			pthread_cond_wait(&s->out_cv, &s->out_mu);
+		struct line *l = s->out_head;
+		if (!l)
+			break;
+		s->out_head = l->next;
+		if (!s->out_head)
+			s->out_tail = NULL;
+		int gone = s->client_gone;
+		pthread_mutex_unlock(&s->out_mu);
+		size_t off = 0;
+		while (off < l->len && !gone) {
+			ssize_t w = write(1, l->buf + off, l->len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				gone = 1; /* nobody reads any more: drop what follows */
+			else
+				off += (size_t)w;
+		}
+		pthread_mutex_lock(&s->out_mu);
+		s->client_gone |= gone;
+		if (l->owner)
+			l->owner->queued -= l->len;
+		free(l->buf);
+		free(l);
+	}
+	pthread_mutex_unlock(&s->out_mu);
+	return NULL;
 }
 
 static void
@@ -197,6 +305,7 @@ struct srv_sink {
 	struct sess *ss;
 	yajl_val id;
 	int stream;
+	uint64_t stream_dropped; /* output bytes not sent as events (slow client) */
 	struct hs_capture cap[3];
 	const char *stdin_data;
 	size_t stdin_len, stdin_off;
@@ -215,7 +324,8 @@ srv_output(void *ctx, int stream, const void *buf, size_t len)
 		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
 		hs_json_kbytes(g, "data", buf, len);
 		yajl_gen_map_close(g);
-		emit(k->ss->srv, g);
+		if (emit_stream(k->ss, g) < 0)
+			k->stream_dropped += len;
 	}
 	return 0;
 }
@@ -271,15 +381,6 @@ do_exec(struct sess *ss, struct req *r)
 		if (m < mode) /* exec may only narrow the session's mode */
 			mode = m;
 	}
-	struct hs_analysis an;
-	hs_analyse(s->policy, command, ss->cn.props.host_access ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX,
-	           &an);
-	struct srv_asker_ctx actx = { ss, r->id };
-	struct hs_asker asker = { &actx, srv_ask };
-	if (!hs_approval_decide(c, mode, command, &an, &ss->grants, &asker, err, sizeof(err))) {
-		reply_error(s, r->id, "denied", err);
-		return;
-	}
 	int64_t timeout = 0, limit = 1 << 20, grace = 2000, max_timeout = 0;
 	hs_conf_int(c->conf, "timeout", &timeout);
 	hs_conf_int(c->conf, "max_timeout", &max_timeout);
@@ -291,17 +392,17 @@ do_exec(struct sess *ss, struct req *r)
 	if (max_timeout > 0 && (timeout <= 0 || timeout > max_timeout))
 		timeout = max_timeout;
 
+	/* "K=V" strings for the env member; each session thread has its own. */
+	char *kv[64];
 	const char *sets[64];
 	size_t n_sets = 0;
 	yajl_val ev = get_val(r->root, "env");
 	if (ev && YAJL_IS_OBJECT(ev)) {
-		static char kv[64][1024];
 		for (size_t i = 0; i < ev->u.object.len && n_sets < 64; i++) {
 			yajl_val v = ev->u.object.values[i];
-			if (!YAJL_IS_STRING(v))
+			if (!YAJL_IS_STRING(v) ||
+			    asprintf(&kv[n_sets], "%s=%s", ev->u.object.keys[i], YAJL_GET_STRING(v)) < 0)
 				continue;
-			snprintf(kv[n_sets], sizeof(kv[n_sets]), "%s=%s", ev->u.object.keys[i],
-			         YAJL_GET_STRING(v));
 			sets[n_sets] = kv[n_sets];
 			n_sets++;
 		}
@@ -311,8 +412,34 @@ do_exec(struct sess *ss, struct req *r)
 	size_t n_pass = 0;
 	const char *bad = NULL;
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
-	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, &bad) < 0) {
+	int built = hs_env_build(&env, environ, pass, n_pass, sets, n_sets, &bad);
+	for (size_t i = 0; i < n_sets; i++)
+		free(kv[i]);
+	if (built < 0) {
 		reply_error(s, r->id, "invalid_request", "env: invalid variable name");
+		return;
+	}
+	struct hs_redactor *red = NULL;
+	if (env.n_secrets)
+		hs_redactor_new(&red, (const char *const *)env.secrets, env.n_secrets);
+	struct srv_asker_ctx actx = { ss, r->id };
+	struct hs_asker asker = { &actx, srv_ask, "client" };
+	struct hs_gate gate = {
+		.session = ss->name,
+		.backend = ss->cn.be->plugin.name,
+		.command = command,
+		.host = ss->cn.props.host_access,
+		.mode = mode,
+		.grants = &ss->grants,
+		.asker = &asker,
+		.redact = red,
+	};
+	struct hs_analysis an;
+	struct hs_approval_out verdict;
+	if (!hs_approval_gate(c, s->policy, &gate, &an, &verdict)) {
+		reply_error(s, r->id, "denied", verdict.why);
+		hs_redactor_free(red);
+		hs_env_free(&env);
 		return;
 	}
 	struct srv_sink k = { .ss = ss, .id = r->id };
@@ -337,6 +464,8 @@ do_exec(struct sess *ss, struct req *r)
 		.tail_bytes = (uint64_t)limit / 2,
 		.stdin_pipe = k.stdin_data != NULL,
 		.keep_state = 1,
+		.secrets = env.secrets,
+		.n_secrets = env.n_secrets,
 	};
 	struct hs_exec_out res;
 	pthread_mutex_lock(&ss->mu);
@@ -349,6 +478,10 @@ do_exec(struct sess *ss, struct req *r)
 	pthread_mutex_unlock(&ss->mu);
 	if (nullfd >= 0)
 		close(nullfd);
+	hs_approval_audit_exit(c, &gate, &an, &verdict,
+	                       rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,
+	                       res.duration_ms);
+	hs_redactor_free(red);
 	hs_env_free(&env);
 	if (rc < 0) {
 		reply_error(s, r->id, "backend_error", err);
@@ -373,6 +506,8 @@ do_exec(struct sess *ss, struct req *r)
 		hs_json_kint(g, "stdout_dropped", (long long)k.cap[1].dropped);
 		hs_json_kint(g, "stderr_dropped", (long long)k.cap[2].dropped);
 		hs_json_kint(g, "duration_ms", res.duration_ms);
+		if (k.stream)
+			hs_json_kint(g, "stream_dropped", (long long)k.stream_dropped);
 		yajl_gen_map_close(g);
 		emit(s, g);
 	}
@@ -739,7 +874,18 @@ handle(struct srv *s, struct req *r)
 		yajl_gen_map_close(g);
 		emit(s, g);
 	} else if (!strcmp(op, "backends")) {
-		reply_error(s, r->id, "unsupported", "backends over serve is not available in this build; run 'hs backends --json'");
+		yajl_val dv = get_val(r->root, "deep");
+		yajl_gen g = hs_json_new();
+		yajl_gen_map_open(g);
+		gen_id(g, r->id);
+		hs_json_kbool(g, "ok", 1);
+		if (hs_backends_gen(s->c, dv && YAJL_IS_TRUE(dv), g) < 0) {
+			yajl_gen_free(g);
+			reply_error(s, r->id, "internal", "out of memory");
+			goto done;
+		}
+		yajl_gen_map_close(g);
+		emit(s, g);
 	} else if (!strcmp(op, "job")) {
 		reply_error(s, r->id, "unsupported", "background jobs are not available in this build");
 	} else {
@@ -785,7 +931,12 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		return HS_EXIT_FAIL;
 	}
 	pthread_mutex_init(&s.out_mu, NULL);
+	pthread_cond_init(&s.out_cv, NULL);
 	pthread_mutex_init(&s.mu, NULL);
+	if (pthread_create(&s.writer, NULL, writer, &s) != 0) {
+		hs_die_msg("cannot start the writer thread");
+		return HS_EXIT_FAIL;
+	}
 	for (;;) {
 		int too_long;
 		size_t len;
@@ -841,9 +992,16 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		pthread_mutex_unlock(&ss->mu);
 	}
 	pthread_mutex_unlock(&s.mu);
+	for (struct sess *ss = s.sessions; ss; ss = ss->next)
+		pthread_join(ss->thread, NULL);
+	/* Every reply is queued; let the writer finish before sessions are freed. */
+	pthread_mutex_lock(&s.out_mu);
+	s.out_closed = 1;
+	pthread_cond_signal(&s.out_cv);
+	pthread_mutex_unlock(&s.out_mu);
+	pthread_join(s.writer, NULL);
 	for (struct sess *ss = s.sessions, *next; ss; ss = next) {
 		next = ss->next;
-		pthread_join(ss->thread, NULL);
 		hs_grants_free(&ss->grants);
 		free(ss);
 	}

@@ -4,6 +4,8 @@
 #ifndef HS_CMDS_H
 #define HS_CMDS_H
 
+#include <yajl/yajl_gen.h>
+
 struct hs_core;
 
 /* Exit codes of hs (see hs(1)). */
@@ -11,6 +13,9 @@ struct hs_core;
 #define HS_EXIT_FAIL 125    /* hs or the backend failed; a one-line reason on stderr */
 #define HS_EXIT_USAGE 125   /* bad command line: an hs failure too */
 #define HS_EXIT_DENIED 77   /* denied by approval */
+
+/* The "backends" member of hs backends --json (a key and an array), for serve too. */
+int hs_backends_gen(struct hs_core *c, int deep, yajl_gen g);
 
 int hs_cmd_backends(struct hs_core *c, int argc, char **argv);
 int hs_cmd_plugin_check(struct hs_core *c, int argc, char **argv);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include "core/core.h"
 #include "core/hsconf.h"
 #include "core/pathsec.h"
+#include "core/safety/allowlist.h"
+#include "core/safety/audit.h"
 #include "core/safety/mounts.h"
 #include "core/safety/safety.h"
 
@@ -57,6 +60,8 @@ hs_core_init(struct hs_core *c, const char *extra_file, char *err, size_t errlen
 	const char *rp = NULL;
 
 	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->mu, NULL);
+	c->audit_fd = -1;
 	if (hs_paths_init(&c->paths, err, errlen) < 0)
 		return -1;
 	o.sysconfdir = getenv("HS_SYSCONFDIR_FOR_TESTS") ? getenv("HS_SYSCONFDIR_FOR_TESTS")
@@ -92,6 +97,12 @@ hs_core_free(struct hs_core *c)
 	if (c->policy)
 		hs_policy_free(c->policy);
 	c->policy = NULL;
+	if (c->allow)
+		hs_allowlist_free(c->allow);
+	c->allow = NULL;
+	if (c->audit_fd >= 0)
+		close(c->audit_fd);
+	c->audit_fd = -1;
 	hs_conf_free(c->conf);
 	c->conf = NULL;
 }
@@ -342,4 +353,85 @@ hs_core_policy(struct hs_core *c, char *err, size_t errlen)
 	if (hs_policy_load(&c->policy, dirs, n, &pp, err, errlen) < 0)
 		return NULL;
 	return c->policy;
+}
+
+/* Load the allow list once; called with c->mu held. */
+static struct hs_allowlist *
+allowlist_locked(struct hs_core *c, char *err, size_t errlen)
+{
+	char path[PATH_MAX], e[512];
+	if (c->allow || c->allow_tried)
+		goto out;
+	c->allow_tried = 1;
+	/* The directory is the user's config dir; create it private if missing. */
+	if (access(c->paths.config, F_OK) < 0 && hs_pathsec_private_dir(c->paths.config, e, sizeof(e)) < 0) {
+		hs_warn("allow list unavailable: %s", e);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/allow.list", c->paths.config);
+	if (hs_allowlist_load(&c->allow, path, e, sizeof(e)) < 0) {
+		hs_warn("allow list unavailable: %s", e);
+		c->allow = NULL;
+	}
+out:
+	if (!c->allow && err)
+		snprintf(err, errlen, "the allow list could not be loaded (see the warning above)");
+	return c->allow;
+}
+
+int
+hs_core_allow_check(struct hs_core *c, const char *rule_id, const char *argv_norm)
+{
+	pthread_mutex_lock(&c->mu);
+	struct hs_allowlist *al = allowlist_locked(c, NULL, 0);
+	int r = al && hs_allowlist_check(al, rule_id, argv_norm);
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+int
+hs_core_allow_add(struct hs_core *c, const char *rule_id, const char *argv_norm, char *err,
+                  size_t errlen)
+{
+	pthread_mutex_lock(&c->mu);
+	struct hs_allowlist *al = allowlist_locked(c, err, errlen);
+	int r = al ? hs_allowlist_add(al, rule_id, argv_norm, err, errlen) : -1;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+void
+hs_core_audit(struct hs_core *c, const struct hs_audit_record *r)
+{
+	char err[512], path[PATH_MAX];
+	int on = 1;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->audit_fd == -1) {
+		const char *p = NULL;
+		hs_conf_bool(c->conf, "audit", &on);
+		c->audit_fd = -2;
+		if (on) {
+			if (hs_conf_string(c->conf, "audit_log", &p) != 0 || !p) {
+				snprintf(path, sizeof(path), "%s/audit.log", c->paths.state);
+				p = path;
+				if (hs_pathsec_private_dir(c->paths.state, err, sizeof(err)) < 0) {
+					hs_warn("audit log disabled: %s", err);
+					goto out;
+				}
+			}
+			c->audit_fd = hs_audit_open(p, err, sizeof(err));
+			if (c->audit_fd < 0) {
+				c->audit_fd = -2;
+				hs_warn("audit log disabled: %s", err);
+			}
+		}
+	}
+	if (c->audit_fd >= 0 && hs_audit_append(c->audit_fd, r, err, sizeof(err)) < 0) {
+		hs_warn("audit log: %s; no further records are written", err);
+		close(c->audit_fd);
+		c->audit_fd = -2;
+	}
+out:
+	pthread_mutex_unlock(&c->mu);
 }

@@ -5,6 +5,7 @@
 #define HS_CORE_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 
 #include <hs/backend.h>
@@ -14,6 +15,7 @@
 
 struct hs_conf;
 struct hs_policy;
+struct hs_audit_record;
 
 #define HS_MAX_PLUGIN_DIRS 16
 
@@ -40,6 +42,10 @@ struct hs_core {
 	struct hs_policy *policy;     /* loaded on first use */
 	struct hs_backend *backends;  /* initialised backends, never unloaded */
 	int quiet;
+	pthread_mutex_t mu;           /* guards the allow list and the audit log */
+	struct hs_allowlist *allow;   /* loaded on first use */
+	int allow_tried;
+	int audit_fd;                 /* -1 until opened; -2 when disabled or failed */
 };
 
 /* The built-in backend compiled into hs (plugins/local). */
@@ -67,6 +73,22 @@ const struct hs_host_v1 *hs_core_host_for(struct hs_core *c, struct hs_backend *
 
 /* Load the policy (shipped rules, then the admin's policy.d) on first use. */
 struct hs_policy *hs_core_policy(struct hs_core *c, char *err, size_t errlen);
+
+/*
+ * The persistent "always" approvals ($XDG_CONFIG_HOME/hs/allow.list).
+ * Both are thread-safe.  Check returns 1 when rule_id/argv_norm is allowed.
+ * Add returns 0, or -1 with a reason.
+ */
+int hs_core_allow_check(struct hs_core *c, const char *rule_id, const char *argv_norm);
+int hs_core_allow_add(struct hs_core *c, const char *rule_id, const char *argv_norm, char *err,
+                      size_t errlen);
+
+/*
+ * Append one record to the audit log (config audit, audit_log), secrets
+ * already redacted by the caller.  Thread-safe; a failure is warned about
+ * once and never stops a command.
+ */
+void hs_core_audit(struct hs_core *c, const struct hs_audit_record *r);
 
 /* Print "hs: MESSAGE" on stderr. */
 void hs_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

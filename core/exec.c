@@ -21,6 +21,7 @@
 
 #include "core/core.h"
 #include "core/exec.h"
+#include "core/safety/redact.h"
 #include "core/shell.h"
 #include "runner/client.h"
 
@@ -157,12 +158,48 @@ state_append(struct state_buf *s, const void *p, size_t n)
 	s->len += n;
 }
 
+/* Output passes through a redactor per stream when there are secrets to hide. */
+struct redact_ctx {
+	const struct hs_sink_ops *sink;
+	int stream;
+	int failed;
+};
+
+static void
+redact_emit(void *ctx, const char *data, size_t len)
+{
+	struct redact_ctx *rc = ctx;
+	if (len && rc->sink->output(rc->sink->ctx, rc->stream, data, len) < 0)
+		rc->failed = 1;
+}
+
+static int
+deliver(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream, const void *buf,
+        size_t len)
+{
+	if (!red)
+		return sink->output(sink->ctx, stream, buf, len);
+	struct redact_ctx rc = { sink, stream, 0 };
+	if (hs_redact_feed(red, buf, len, redact_emit, &rc) < 0)
+		return -1;
+	return rc.failed ? -1 : 0;
+}
+
+static void
+deliver_flush(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream)
+{
+	struct redact_ctx rc = { sink, stream, 0 };
+	if (red)
+		hs_redact_flush(red, redact_emit, &rc);
+}
+
 int
 hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
              struct hs_exec_out *out, char *err, size_t errlen)
 {
 	const char *argv[8];
 	struct state_buf state = { 0 };
+	struct hs_redactor *red[3] = { NULL, NULL, NULL };
 	struct hsr_event ev;
 	uint64_t id, taken[4] = { 0 };
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
@@ -172,6 +209,13 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	char e[256];
 
 	memset(out, 0, sizeof(*out));
+	if (o->n_secrets && sink) {
+		for (int i = 1; i <= 2; i++)
+			if (hs_redactor_new(&red[i], (const char *const *)o->secrets, o->n_secrets) < 0) {
+				snprintf(err, errlen, "out of memory");
+				goto out;
+			}
+	}
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
@@ -199,12 +243,12 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	if (hsr_client_exec(cn->rc, &spec) < 0) {
 		if (reattach(cn, 0, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
 			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
-			return -1;
+			goto out;
 		}
 	}
 	while (!done) {
 		struct pollfd pf[3];
-		int np = 0, ti = -1, ci = -1, timeout = 1000;
+		int np = 0, ti = -1, timeout = 1000;
 		if (!hsr_client_pending(cn->rc)) {
 			pf[np++] = (struct pollfd){ hsr_client_fd(cn->rc), POLLIN, 0 };
 			if (stdin_open) {
@@ -212,7 +256,6 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				pf[np++] = (struct pollfd){ sink->input_fd, POLLIN, 0 };
 			}
 			if (sink && sink->cancel_fd >= 0 && !cancel_sent) {
-				ci = np;
 				pf[np++] = (struct pollfd){ sink->cancel_fd, POLLIN, 0 };
 			}
 			if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR) {
@@ -226,7 +269,6 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			hsr_client_cancel(cn->rc, id);
 			cancel_sent = 1;
 		}
-		(void)ci;
 		/* The core backs the runner's deadline up: cancel, then give up. */
 		if (o->deadline_ms > 0) {
 			int64_t over = now_ms() - start - o->deadline_ms;
@@ -275,8 +317,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				size_t skip = ev.offset < taken[ev.stream] ? (size_t)(taken[ev.stream] - ev.offset) : 0;
 				if (ev.offset > taken[ev.stream])
 					out->dropped[ev.stream] += ev.offset - taken[ev.stream];
-				if (sink && sink->output(sink->ctx, ev.stream, (const char *)ev.data + skip,
-				                         ev.len - skip) < 0 && !cancel_sent) {
+				if (sink && deliver(sink, red[ev.stream], ev.stream, (const char *)ev.data + skip,
+				                    ev.len - skip) < 0 && !cancel_sent) {
 					hsr_client_cancel(cn->rc, id);
 					cancel_sent = 1;
 				}
@@ -305,6 +347,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				out->total[s] = ev.total[s];
 			}
 			hsr_client_ack(cn->rc, id, 0, 0);
+			for (int st = 1; sink && st <= 2; st++)
+				deliver_flush(sink, red[st], st);
 			done = 1;
 			break;
 		case HSR_EV_ERROR:
@@ -322,6 +366,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			hs_warn("the session's shell state was not saved: %s", e);
 	}
 out:
+	for (int i = 1; i <= 2; i++)
+		hs_redactor_free(red[i]);
 	free(state.data);
 	return rc;
 }

@@ -48,6 +48,8 @@ struct hs_exec_opts {
 	uint64_t head_bytes, tail_bytes; /* 0,0: lossless (hs run) */
 	int stdin_pipe;
 	int keep_state;            /* write the shell snapshot back (foreground commands) */
+	char *const *secrets;      /* values replaced by [REDACTED] in the output; may be NULL */
+	size_t n_secrets;
 };
 
 struct hs_exec_out {

@@ -175,37 +175,38 @@ hs_json_kbytes(yajl_gen g, const char *key, const void *buf, size_t len)
 	free(enc);
 }
 
+char *
+hs_json_take(yajl_gen g, size_t *len)
+{
+	const unsigned char *buf;
+	size_t n;
+	char *line = NULL;
+
+	if (yajl_gen_get_buf(g, &buf, &n) == yajl_gen_status_ok && (line = malloc(n + 1))) {
+		memcpy(line, buf, n);
+		line[n] = '\n';
+		*len = n + 1;
+	}
+	yajl_gen_free(g);
+	return line;
+}
+
 int
 hs_json_emit(yajl_gen g, int fd)
 {
-	const unsigned char *buf;
-	size_t len;
-	int rc = 0;
-
-	if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok) {
-		yajl_gen_free(g);
-		return -1;
-	}
+	size_t len, off = 0;
 	/* One write for the line when possible, so concurrent writers never interleave. */
-	char *line = malloc(len + 1);
-	if (!line) {
-		yajl_gen_free(g);
+	char *line = hs_json_take(g, &len);
+	if (!line)
 		return -1;
-	}
-	memcpy(line, buf, len);
-	line[len] = '\n';
-	size_t off = 0;
-	while (off < len + 1) {
-		ssize_t w = write(fd, line + off, len + 1 - off);
+	while (off < len) {
+		ssize_t w = write(fd, line + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			rc = -1;
+		if (w <= 0)
 			break;
-		}
 		off += (size_t)w;
 	}
 	free(line);
-	yajl_gen_free(g);
-	return rc;
+	return off == len ? 0 : -1;
 }

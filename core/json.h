@@ -27,6 +27,8 @@ int hs_utf8_valid(const void *buf, size_t len);
 size_t hs_base64_encode(const void *buf, size_t len, char *out);
 /* Decode base64; returns the decoded length or -1 on malformed input. */
 long hs_base64_decode(const char *in, size_t len, unsigned char *out);
+/* The generator's buffer plus a newline, malloc'd (*len set); frees g.  NULL on failure. */
+char *hs_json_take(yajl_gen g, size_t *len);
 /* Write the generator's buffer followed by a newline to fd, then free it. */
 int hs_json_emit(yajl_gen g, int fd);
 
