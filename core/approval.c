@@ -215,10 +215,11 @@ hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct hs_g
 }
 
 void
-hs_approval_audit_exit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
-                       const struct hs_approval_out *out, int exit_code, int64_t duration_ms)
+hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
+                  const struct hs_approval_out *out, int has_exit, int exit_code,
+                  int64_t duration_ms)
 {
-	audit(c, g, an, out, 1, exit_code, duration_ms);
+	audit(c, g, an, out, has_exit, exit_code, duration_ms);
 }
 
 static int

@@ -81,9 +81,10 @@ struct hs_gate {
 int hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct hs_gate *g,
                      struct hs_analysis *an, struct hs_approval_out *out);
 
-/* Write the record of a command that ran, with its exit, to the audit log. */
-void hs_approval_audit_exit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
-                            const struct hs_approval_out *out, int exit_code, int64_t duration_ms);
+/* Write the record of a command that ran to the audit log (has_exit 0: a started job). */
+void hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
+                       const struct hs_approval_out *out, int has_exit, int exit_code,
+                       int64_t duration_ms);
 
 /* The tty asker (reads /dev/tty); NULL when there is no controlling terminal. */
 const struct hs_asker *hs_approval_tty(void);

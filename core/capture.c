@@ -82,6 +82,43 @@ hs_capture_join(const struct hs_capture *c, size_t *len)
 	return out;
 }
 
+char *
+hs_capture_from(const struct hs_capture *c, uint64_t offset, size_t *len, uint64_t *next, int *gap)
+{
+	size_t all;
+	char *kept = hs_capture_join(c, &all);
+	uint64_t tail_start = c->total - c->tail_len;
+	size_t from, to;
+
+	if (!kept)
+		return NULL;
+	*gap = 0;
+	if (c->dropped == 0) {
+		/* Nothing dropped: head and tail are one contiguous run. */
+		from = offset < all ? (size_t)offset : all;
+		to = all;
+		*next = all;
+	} else if (offset < c->head_len) {
+		from = (size_t)offset;
+		to = c->head_len;
+		*next = tail_start;
+	} else if (offset < tail_start) {
+		*gap = 1;
+		from = to = c->head_len;
+		*next = tail_start;
+	} else {
+		from = c->head_len + (size_t)(offset - tail_start);
+		if (from > all)
+			from = all;
+		to = all;
+		*next = c->total;
+	}
+	memmove(kept, kept + from, to - from);
+	*len = to - from;
+	kept[*len] = '\0';
+	return kept;
+}
+
 void
 hs_capture_free(struct hs_capture *c)
 {

@@ -23,6 +23,14 @@ void hs_capture_add(struct hs_capture *c, const void *buf, size_t len);
 void hs_capture_gap(struct hs_capture *c, uint64_t n);
 /* The kept bytes, head then tail, in a new buffer (*len set).  NULL on OOM. */
 char *hs_capture_join(const struct hs_capture *c, size_t *len);
+/*
+ * The kept bytes from stream offset on, up to the end of the kept region that
+ * holds it, in a new buffer (*len set).  *next is the offset to ask for next.
+ * An offset inside the dropped middle yields no bytes, *gap = 1 and *next at
+ * the start of the tail.  NULL on OOM.
+ */
+char *hs_capture_from(const struct hs_capture *c, uint64_t offset, size_t *len, uint64_t *next,
+                      int *gap);
 void hs_capture_free(struct hs_capture *c);
 
 #endif /* HS_CAPTURE_H */

@@ -378,7 +378,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	};
 	struct hs_exec_out res;
 	int exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
-	hs_approval_audit_exit(c, &gate, &an, &verdict,
+	hs_approval_audit(c, &gate, &an, &verdict, 1,
 	                       exec_rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,
 	                       res.duration_ms);
 	hs_redactor_free(red);

@@ -64,7 +64,7 @@ struct sess {
 	int closing;
 	/* The running exec, for cancel; and a pending approval. */
 	yajl_val running_id;
-	volatile int cancel;
+	int cancel_pipe[2];    /* a byte here cancels the running foreground exec */
 	char approval_req[32];
 	int approval_answer;   /* -1 pending */
 	size_t queued;         /* bytes of this session's lines waiting for the writer (out_mu) */
@@ -346,7 +346,111 @@ static int
 srv_cancelled(void *ctx)
 {
 	struct srv_sink *k = ctx;
-	return k->ss->cancel;
+	char buf[16];
+	return read(k->ss->cancel_pipe[0], buf, sizeof(buf)) > 0;
+}
+
+static void
+start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const struct hs_analysis *an,
+          const struct hs_approval_out *verdict, const struct hs_envlist *env, int64_t timeout,
+          int64_t grace, size_t limit)
+{
+	struct hs_job *job;
+	char err[1024];
+	struct hs_exec_opts eo = {
+		.command = gate->command,
+		.cwd = get_str(r->root, "cwd"),
+		.envp = env->v,
+		.deadline_ms = timeout * 1000,
+		.grace_ms = grace,
+	};
+	if (hs_conn_start_job(&ss->cn, &eo, limit, &job, err, sizeof(err)) < 0) {
+		reply_error(ss->srv, r->id, "backend_error", err);
+		return;
+	}
+	hs_approval_audit(ss->srv->c, gate, an, verdict, 0, 0, 0);
+	char name[32];
+	snprintf(name, sizeof(name), "j%u", job->number);
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	gen_id(g, r->id);
+	hs_json_kbool(g, "ok", 1);
+	hs_json_kstr(g, "job", name);
+	yajl_gen_map_close(g);
+	emit(ss->srv, g);
+}
+
+/* {"op":"job","session":S,"job":"jN","action":"poll"|"output"|"kill"} */
+static void
+do_job(struct sess *ss, struct req *r)
+{
+	struct srv *s = ss->srv;
+	const char *name = get_str(r->root, "job");
+	const char *action = get_str(r->root, "action");
+	char err[1024];
+	unsigned n = 0;
+
+	if (!ss->opened) {
+		reply_error(s, r->id, "no_session", "the session is not open");
+		return;
+	}
+	if (!name || sscanf(name, "j%u", &n) != 1 || !action) {
+		reply_error(s, r->id, "invalid_request", "job needs \"job\" (\"jN\") and \"action\" (poll, output, kill)");
+		return;
+	}
+	if (hs_conn_pump(&ss->cn, 0, err, sizeof(err)) < 0) {
+		reply_error(s, r->id, "backend_error", err);
+		return;
+	}
+	struct hs_job *j = hs_conn_job(&ss->cn, n);
+	if (!j) {
+		reply_error(s, r->id, "no_job", "no job of that name in this session");
+		return;
+	}
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	gen_id(g, r->id);
+	hs_json_kbool(g, "ok", 1);
+	hs_json_kstr(g, "job", name);
+	if (!strcmp(action, "kill")) {
+		hs_json_kbool(g, "killed", !j->done && hs_conn_job_kill(&ss->cn, j) == 0);
+	} else if (!strcmp(action, "output")) {
+		const char *st = get_str(r->root, "stream");
+		int stream = st && !strcmp(st, "stderr") ? 2 : 1;
+		yajl_val ov = get_val(r->root, "offset");
+		uint64_t off = ov && YAJL_IS_INTEGER(ov) && YAJL_GET_INTEGER(ov) > 0
+		                       ? (uint64_t)YAJL_GET_INTEGER(ov) : 0;
+		size_t len = 0;
+		uint64_t next = 0;
+		int gap = 0;
+		char *data = hs_capture_from(&j->cap[stream], off, &len, &next, &gap);
+		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
+		hs_json_kint(g, "offset", (long long)off);
+		hs_json_kbytes(g, "data", data ? data : "", data ? len : 0);
+		hs_json_kint(g, "next_offset", (long long)next);
+		hs_json_kbool(g, "gap", gap);
+		hs_json_kbool(g, "running", !j->done);
+		free(data);
+	} else if (strcmp(action, "poll") != 0) {
+		yajl_gen_free(g);
+		reply_error(s, r->id, "invalid_request", "action must be poll, output or kill");
+		return;
+	}
+	if (strcmp(action, "output") != 0) {
+		hs_json_kbool(g, "running", !j->done);
+		if (j->done) {
+			hs_json_kint(g, "exit_code", j->timed_out ? HS_EXIT_TIMEOUT : j->exit_code);
+			hs_json_kbool(g, "timed_out", j->timed_out);
+			hs_json_kbool(g, "cancelled", j->cancelled);
+			hs_json_kint(g, "duration_ms", j->duration_ms);
+		}
+		hs_json_kint(g, "stdout_bytes", (long long)j->cap[1].total);
+		hs_json_kint(g, "stderr_bytes", (long long)j->cap[2].total);
+		hs_json_kint(g, "stdout_dropped", (long long)j->cap[1].dropped);
+		hs_json_kint(g, "stderr_dropped", (long long)j->cap[2].dropped);
+	}
+	yajl_gen_map_close(g);
+	emit(s, g);
 }
 
 static void
@@ -366,10 +470,7 @@ do_exec(struct sess *ss, struct req *r)
 		return;
 	}
 	yajl_val bg = get_val(r->root, "background");
-	if (bg && YAJL_IS_TRUE(bg)) {
-		reply_error(s, r->id, "unsupported", "background jobs are not available in this build");
-		return;
-	}
+	int background = bg && YAJL_IS_TRUE(bg);
 	int mode = ss->mode;
 	const char *am = get_str(r->root, "approval");
 	if (am) {
@@ -442,6 +543,12 @@ do_exec(struct sess *ss, struct req *r)
 		hs_env_free(&env);
 		return;
 	}
+	if (background) {
+		start_job(ss, r, &gate, &an, &verdict, &env, timeout, grace, (size_t)limit);
+		hs_redactor_free(red);
+		hs_env_free(&env);
+		return;
+	}
 	struct srv_sink k = { .ss = ss, .id = r->id };
 	yajl_val sv = get_val(r->root, "stream");
 	k.stream = sv && YAJL_IS_TRUE(sv);
@@ -452,7 +559,8 @@ do_exec(struct sess *ss, struct req *r)
 	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	struct hs_sink_ops sink = {
 		.ctx = &k, .output = srv_output, .input = srv_input,
-		.input_fd = k.stdin_data ? nullfd : -1, .cancelled = srv_cancelled, .cancel_fd = -1,
+		.input_fd = k.stdin_data ? nullfd : -1, .cancelled = srv_cancelled,
+		.cancel_fd = ss->cancel_pipe[0],
 	};
 	struct hs_exec_opts eo = {
 		.command = command,
@@ -468,8 +576,10 @@ do_exec(struct sess *ss, struct req *r)
 		.n_secrets = env.n_secrets,
 	};
 	struct hs_exec_out res;
+	char drain[16];
+	while (read(ss->cancel_pipe[0], drain, sizeof(drain)) > 0)
+		; /* a cancel that came before this exec is not for it */
 	pthread_mutex_lock(&ss->mu);
-	ss->cancel = 0;
 	ss->running_id = r->id;
 	pthread_mutex_unlock(&ss->mu);
 	int rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
@@ -478,7 +588,7 @@ do_exec(struct sess *ss, struct req *r)
 	pthread_mutex_unlock(&ss->mu);
 	if (nullfd >= 0)
 		close(nullfd);
-	hs_approval_audit_exit(c, &gate, &an, &verdict,
+	hs_approval_audit(c, &gate, &an, &verdict, 1,
 	                       rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,
 	                       res.duration_ms);
 	hs_redactor_free(red);
@@ -663,8 +773,17 @@ worker(void *arg)
 	struct sess *ss = arg;
 	for (;;) {
 		pthread_mutex_lock(&ss->mu);
-		while (!ss->head && !ss->closing)
+		while (!ss->head && !ss->closing) {
+			if (ss->opened && hs_conn_jobs_running(&ss->cn)) {
+				/* Take the jobs' output while idle, so their spools stay small. */
+				pthread_mutex_unlock(&ss->mu);
+				char e[256];
+				hs_conn_pump(&ss->cn, 200, e, sizeof(e));
+				pthread_mutex_lock(&ss->mu);
+				continue;
+			}
 			pthread_cond_wait(&ss->cv, &ss->mu);
+		}
 		struct req *r = ss->head;
 		if (r) {
 			ss->head = r->next;
@@ -688,6 +807,8 @@ worker(void *arg)
 			do_file(ss, r, 1);
 		else if (!strcmp(r->op, "get_file"))
 			do_file(ss, r, 0);
+		else if (!strcmp(r->op, "job"))
+			do_job(ss, r);
 		else if (!strcmp(r->op, "close")) {
 			do_close(ss, r, 0);
 			yajl_tree_free(r->root);
@@ -777,11 +898,18 @@ handle(struct srv *s, struct req *r)
 		yajl_val pv = get_val(r->root, "persistent");
 		ss->persistent = pv && YAJL_IS_TRUE(pv);
 		ss->lockfd = -1;
+		if (pipe2(ss->cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+			free(ss);
+			reply_error(s, r->id, "internal", "cannot create a pipe");
+			goto done;
+		}
 		pthread_mutex_init(&ss->mu, NULL);
 		pthread_cond_init(&ss->cv, NULL);
 		enqueue(ss, r);
 		if (pthread_create(&ss->thread, NULL, worker, ss) != 0) {
 			reply_error(s, r->id, "internal", "cannot start a session thread");
+			close(ss->cancel_pipe[0]);
+			close(ss->cancel_pipe[1]);
 			free(ss);
 			goto done;
 		}
@@ -791,7 +919,7 @@ handle(struct srv *s, struct req *r)
 		pthread_mutex_unlock(&s->mu);
 		return;
 	} else if (!strcmp(op, "exec") || !strcmp(op, "close") || !strcmp(op, "put_file") ||
-	           !strcmp(op, "get_file")) {
+	           !strcmp(op, "get_file") || !strcmp(op, "job")) {
 		struct sess *ss = name ? find_session(s, name) : NULL;
 		if (!ss) {
 			reply_error(s, r->id, "no_session", "no open session of that name (open it first)");
@@ -807,7 +935,8 @@ handle(struct srv *s, struct req *r)
 		}
 		pthread_mutex_lock(&ss->mu);
 		int running = ss->running_id != NULL;
-		ss->cancel = running;
+		if (running && write(ss->cancel_pipe[1], "c", 1) < 0)
+			running = 0;
 		pthread_mutex_unlock(&ss->mu);
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
@@ -886,8 +1015,6 @@ handle(struct srv *s, struct req *r)
 		}
 		yajl_gen_map_close(g);
 		emit(s, g);
-	} else if (!strcmp(op, "job")) {
-		reply_error(s, r->id, "unsupported", "background jobs are not available in this build");
 	} else {
 		snprintf(err, sizeof(err), "unknown op '%.60s'", op);
 		reply_error(s, r->id, "unknown_op", err);
@@ -987,7 +1114,9 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		pthread_mutex_lock(&ss->mu);
 		if (!ss->closing)
 			ss->closing = 1;
-		ss->cancel = ss->running_id != NULL && !ss->persistent;
+		if (ss->running_id && !ss->persistent && write(ss->cancel_pipe[1], "c", 1) < 0) {
+			/* The pipe is full: a cancel is already pending. */
+		}
 		pthread_cond_broadcast(&ss->cv);
 		pthread_mutex_unlock(&ss->mu);
 	}
@@ -1002,6 +1131,8 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 	pthread_join(s.writer, NULL);
 	for (struct sess *ss = s.sessions, *next; ss; ss = next) {
 		next = ss->next;
+		close(ss->cancel_pipe[0]);
+		close(ss->cancel_pipe[1]);
 		hs_grants_free(&ss->grants);
 		free(ss);
 	}

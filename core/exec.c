@@ -111,6 +111,13 @@ hs_conn_close(struct hs_conn *cn, int keep)
 			hs_warn("closing '%s' environment: %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
 	}
 	cn->env = NULL;
+	for (struct hs_job *j = cn->jobs, *next; j; j = next) {
+		next = j->next;
+		hs_capture_free(&j->cap[1]);
+		hs_capture_free(&j->cap[2]);
+		free(j);
+	}
+	cn->jobs = NULL;
 	pthread_mutex_destroy(&cn->lock);
 }
 
@@ -158,6 +165,85 @@ state_append(struct state_buf *s, const void *p, size_t n)
 	s->len += n;
 }
 
+static struct hs_job *
+job_by_id(struct hs_conn *cn, uint64_t id)
+{
+	for (struct hs_job *j = cn->jobs; j; j = j->next)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+/* An event that is not about the caller's own command: a job's, or stale. */
+static void
+route(struct hs_conn *cn, const struct hsr_event *ev)
+{
+	struct hs_job *j = job_by_id(cn, ev->id);
+	if (!j)
+		return;
+	switch (ev->type) {
+	case HSR_EV_OUTPUT:
+		if (ev->stream < 1 || ev->stream > 2 || ev->offset + ev->len <= j->taken[ev->stream])
+			break;
+		{
+			size_t skip = ev->offset < j->taken[ev->stream]
+			                      ? (size_t)(j->taken[ev->stream] - ev->offset) : 0;
+			if (ev->offset > j->taken[ev->stream]) /* the runner dropped the middle */
+				hs_capture_gap(&j->cap[ev->stream], ev->offset - j->taken[ev->stream]);
+			hs_capture_add(&j->cap[ev->stream], (const char *)ev->data + skip, ev->len - skip);
+			j->taken[ev->stream] = ev->offset + ev->len;
+			hsr_client_ack(cn->rc, j->id, ev->stream, j->taken[ev->stream]);
+		}
+		break;
+	case HSR_EV_EXIT:
+		j->done = 1;
+		j->exit_code = ev->exit_code;
+		j->timed_out = ev->timed_out;
+		j->cancelled = ev->cancelled;
+		j->duration_ms = now_ms() - j->start_ms;
+		hsr_client_ack(cn->rc, j->id, 0, 0);
+		break;
+	case HSR_EV_ERROR:
+		j->done = 1;
+		j->exit_code = 125;
+		j->duration_ms = now_ms() - j->start_ms;
+		break;
+	default:
+		break;
+	}
+}
+
+#define HS_ARGV_MAX 8
+
+/* The runner's EXEC for o: SHELL -c WRAPPER hs SNAPSHOT CWD COMMAND. */
+static void
+exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, const char **argv,
+          struct hsr_exec_spec *spec)
+{
+	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
+	argv[0] = cn->props.shell;
+	argv[1] = "-c";
+	argv[2] = hs_shell_wrapper(cn->props.shell);
+	argv[3] = "hs";
+	argv[4] = cn->snapshot;
+	argv[5] = o->cwd ? o->cwd : "";
+	argv[6] = o->command;
+	argv[7] = NULL;
+	*spec = (struct hsr_exec_spec){
+		.id = id,
+		.argv = argv,
+		.envp = (const char *const *)o->envp,
+		.cwd = o->start_dir,
+		.deadline_ms = o->deadline_ms,
+		.grace_ms = o->grace_ms,
+		.stdin_pipe = o->stdin_pipe,
+		.want_state = o->keep_state,
+		.head_bytes = o->head_bytes,
+		.tail_bytes = o->tail_bytes,
+		.initial_credit = lossless ? HS_WINDOW : HSR_CREDIT_UNLIMITED,
+	};
+}
+
 /* Output passes through a redactor per stream when there are secrets to hide. */
 struct redact_ctx {
 	const struct hs_sink_ops *sink;
@@ -197,7 +283,7 @@ int
 hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
              struct hs_exec_out *out, char *err, size_t errlen)
 {
-	const char *argv[8];
+	const char *argv[HS_ARGV_MAX];
 	struct state_buf state = { 0 };
 	struct hs_redactor *red[3] = { NULL, NULL, NULL };
 	struct hsr_event ev;
@@ -219,27 +305,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
-	argv[0] = cn->props.shell;
-	argv[1] = "-c";
-	argv[2] = hs_shell_wrapper(cn->props.shell);
-	argv[3] = "hs";
-	argv[4] = cn->snapshot;
-	argv[5] = o->cwd ? o->cwd : "";
-	argv[6] = o->command;
-	argv[7] = NULL;
-	struct hsr_exec_spec spec = {
-		.id = id,
-		.argv = argv,
-		.envp = (const char *const *)o->envp,
-		.cwd = o->start_dir,
-		.deadline_ms = o->deadline_ms,
-		.grace_ms = o->grace_ms,
-		.stdin_pipe = o->stdin_pipe,
-		.want_state = o->keep_state,
-		.head_bytes = o->head_bytes,
-		.tail_bytes = o->tail_bytes,
-		.initial_credit = lossless ? HS_WINDOW : HSR_CREDIT_UNLIMITED,
-	};
+	struct hsr_exec_spec spec;
+	exec_spec(cn, o, id, argv, &spec);
 	if (hsr_client_exec(cn->rc, &spec) < 0) {
 		if (reattach(cn, 0, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
 			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
@@ -306,8 +373,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				hsr_client_credit(cn->rc, id, HS_WINDOW);
 			continue;
 		}
-		if (ev.id != id && ev.type != HSR_EV_ATTACH && ev.type != HSR_EV_PONG)
-			continue; /* another command's (a background job's) */
+		if (ev.id != id) {
+			route(cn, &ev); /* another command's: a background job's */
+			continue;
+		}
 		switch (ev.type) {
 		case HSR_EV_OUTPUT:
 			/* After a re-attach the runner resends from the acknowledged offset. */
@@ -393,8 +462,10 @@ hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf
 				snprintf(err, errlen, "the runner did not confirm writing '%s'", path);
 			return -1;
 		}
-		if (ev.id != id)
+		if (ev.id != id) {
+			route(cn, &ev);
 			continue;
+		}
 		if (ev.type == HSR_EV_OK)
 			return 0;
 		if (ev.type == HSR_EV_ERROR) {
@@ -428,8 +499,10 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 			free(buf);
 			return -1;
 		}
-		if (ev.id != id)
+		if (ev.id != id) {
+			route(cn, &ev);
 			continue;
+		}
 		if (ev.type == HSR_EV_ERROR) {
 			snprintf(err, errlen, "cannot read '%s': %s", path, ev.message);
 			free(buf);
@@ -461,4 +534,94 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 			return 0;
 		}
 	}
+}
+
+int
+hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
+                  struct hs_job **jobp, char *err, size_t errlen)
+{
+	const char *argv[HS_ARGV_MAX];
+	struct hsr_exec_spec spec;
+	struct hs_exec_opts jo = *o;
+	struct hs_job *j = calloc(1, sizeof(*j));
+
+	if (!j || hs_capture_init(&j->cap[1], limit) < 0 || hs_capture_init(&j->cap[2], limit) < 0) {
+		if (j) {
+			hs_capture_free(&j->cap[1]);
+			free(j);
+		}
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* Jobs keep bounded output and never write the session's shell state. */
+	jo.keep_state = 0;
+	jo.stdin_pipe = 0;
+	jo.head_bytes = limit / 2;
+	jo.tail_bytes = limit - limit / 2;
+	pthread_mutex_lock(&cn->lock);
+	j->id = ++cn->next_id;
+	unsigned n = 0;
+	for (struct hs_job *k = cn->jobs; k; k = k->next)
+		if (k->number > n)
+			n = k->number;
+	j->number = n + 1;
+	pthread_mutex_unlock(&cn->lock);
+	exec_spec(cn, &jo, j->id, argv, &spec);
+	j->start_ms = now_ms();
+	if (hsr_client_exec(cn->rc, &spec) < 0) {
+		snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
+		hs_capture_free(&j->cap[1]);
+		hs_capture_free(&j->cap[2]);
+		free(j);
+		return -1;
+	}
+	j->next = cn->jobs;
+	cn->jobs = j;
+	*jobp = j;
+	return 0;
+}
+
+int
+hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen)
+{
+	struct hsr_event ev;
+	int r;
+	while ((r = hsr_client_next(cn->rc, &ev, timeout_ms, err, errlen)) == 1) {
+		route(cn, &ev);
+		timeout_ms = 0;
+	}
+	if (r < 0) {
+		/* The stream is gone and with it what we knew of running jobs: say so. */
+		for (struct hs_job *j = cn->jobs; j; j = j->next)
+			if (!j->done) {
+				j->done = 1;
+				j->exit_code = 125;
+				j->duration_ms = now_ms() - j->start_ms;
+			}
+	}
+	return r;
+}
+
+struct hs_job *
+hs_conn_job(struct hs_conn *cn, unsigned n)
+{
+	for (struct hs_job *j = cn->jobs; j; j = j->next)
+		if (j->number == n)
+			return j;
+	return NULL;
+}
+
+int
+hs_conn_jobs_running(const struct hs_conn *cn)
+{
+	for (const struct hs_job *j = cn->jobs; j; j = j->next)
+		if (!j->done)
+			return 1;
+	return 0;
+}
+
+int
+hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job)
+{
+	return job->done ? 0 : hsr_client_cancel(cn->rc, job->id);
 }

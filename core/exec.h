@@ -10,6 +10,8 @@
 
 #include <hs/backend.h>
 
+#include "core/capture.h"
+
 struct hs_backend;
 struct hsr_client;
 
@@ -79,6 +81,34 @@ void hs_conn_close(struct hs_conn *cn, int keep);
  */
 int hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
                  struct hs_exec_out *out, char *err, size_t errlen);
+
+/*
+ * A background job: a command that runs while the session goes on.  Its
+ * output is kept bounded (head and tail), it writes no shell state, and its
+ * events are taken whenever the session reads its runner stream.
+ */
+struct hs_job {
+	uint64_t id;            /* the runner's exec id */
+	unsigned number;        /* "j<number>" to the client */
+	struct hs_capture cap[3];
+	uint64_t taken[3];      /* bytes of each stream taken so far (offsets) */
+	int done;
+	int exit_code, timed_out, cancelled;
+	int64_t start_ms, duration_ms;
+	struct hs_job *next;
+};
+
+/* Start o->command as a background job, output bounded to limit bytes per stream. */
+int hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
+                      struct hs_job **job, char *err, size_t errlen);
+/* Take whatever events are waiting (at most timeout_ms for the first), for jobs. */
+int hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen);
+/* The job numbered n, or NULL. */
+struct hs_job *hs_conn_job(struct hs_conn *cn, unsigned n);
+/* 1 when some job is still running. */
+int hs_conn_jobs_running(const struct hs_conn *cn);
+/* Ask the runner to stop a job (TERM, grace, KILL, like a deadline). */
+int hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job);
 
 /* Put a whole file into the sandbox / get one out (len bounded by max). */
 int hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
