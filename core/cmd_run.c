@@ -94,7 +94,19 @@ run_cancelled(void *ctx)
 	return read(cancel_pipe[0], buf, sizeof(buf)) > 0;
 }
 
-/* One word is a shell string; several are quoted and joined. */
+/* A word the shell reads as itself, needing no quotes. */
+static int
+plain_word(const char *w)
+{
+	if (!*w)
+		return 0;
+	for (const char *p = w; *p; p++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,:@%+=", *p))
+			return 0;
+	return w[0] != '=' ;
+}
+
+/* One word is a shell string; several are quoted (where needed) and joined. */
 static char *
 join_command(int argc, char **argv)
 {
@@ -109,6 +121,12 @@ join_command(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (i)
 			*o++ = ' ';
+		if (plain_word(argv[i])) {
+			size_t n = strlen(argv[i]);
+			memcpy(o, argv[i], n);
+			o += n;
+			continue;
+		}
 		*o++ = '\'';
 		for (const char *p = argv[i]; *p; p++) {
 			if (*p == '\'') {
@@ -297,7 +315,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
 	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, &bad) < 0) {
 		if (bad)
-			hs_die_msg("--env: '%s' is not NAME=VALUE", bad);
+			hs_die_msg("--env: '%s' is not NAME=VALUE (and HS_* names are reserved)", bad);
 		else
 			hs_die_msg("out of memory");
 		goto out;

@@ -101,7 +101,8 @@ hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passt
 	}
 	for (size_t i = 0; i < n_sets; i++) {
 		const char *eq = strchr(sets[i], '=');
-		if (!eq || !valid_name(sets[i], (size_t)(eq - sets[i]))) {
+		/* HS_* stay out even when asked for: a command must not reconfigure hs. */
+		if (!eq || !valid_name(sets[i], (size_t)(eq - sets[i])) || strncmp(sets[i], "HS_", 3) == 0) {
 			if (bad)
 				*bad = sets[i];
 			hs_env_free(out);

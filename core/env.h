@@ -21,7 +21,7 @@ int hs_env_is_secret_name(const char *name, size_t len);
  * Build the command environment from base (NULL-terminated "K=V"): drop
  * HS_* always, and credentials unless listed in passthrough; then apply
  * sets ("K=V" each, later wins).  Returns 0 or -1 (out of memory, or a set
- * that is not K=V with a valid name: *bad points at it).
+ * that is not K=V with a valid name, or names an HS_* variable: *bad points at it).
  */
 int hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passthrough,
                  size_t n_pass, const char *const *sets, size_t n_sets, const char **bad);

@@ -411,8 +411,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			out->exit_code = ev.exit_code;
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;
+			/* The runner's count and the offset jumps seen are the same bytes. */
 			for (int s = 1; s <= 2; s++) {
-				out->dropped[s] += ev.dropped[s];
+				if (ev.dropped[s] > out->dropped[s])
+					out->dropped[s] = ev.dropped[s];
 				out->total[s] = ev.total[s];
 			}
 			hsr_client_ack(cn->rc, id, 0, 0);

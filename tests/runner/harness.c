@@ -138,7 +138,7 @@ int hsr_test_count_procs(const char *marker)
 	return n;
 }
 
-long hsr_test_rss_kb(pid_t pid)
+static long status_kb(pid_t pid, int peak)
 {
 	char path[64], line[256];
 	long kb = -1;
@@ -149,10 +149,20 @@ long hsr_test_rss_kb(pid_t pid)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+		if (sscanf(line, peak ? "VmHWM: %ld kB" : "VmRSS: %ld kB", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
+}
+
+long hsr_test_rss_kb(pid_t pid)
+{
+	return status_kb(pid, 0);
+}
+
+long hsr_test_hwm_kb(pid_t pid)
+{
+	return status_kb(pid, 1);
 }
 
 static int64_t mono_ms(void)

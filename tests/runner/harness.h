@@ -23,6 +23,8 @@ pid_t hsr_test_daemon(const char *dir, int idle);
 int hsr_test_count_procs(const char *marker);
 /* Returns VmRSS of pid in kB, or -1. */
 long hsr_test_rss_kb(pid_t pid);
+/* Returns VmHWM (the peak resident size) of pid in kB, or -1. */
+long hsr_test_hwm_kb(pid_t pid);
 
 /* Everything a test collects about one command. */
 struct hsr_test_cmd {

@@ -109,6 +109,9 @@ static void random_msg(struct hsr_msg *m, uint8_t type, uint8_t *data, size_t ca
 	case HSR_F_PONG:
 		m->value = rnd();
 		break;
+	case HSR_F_SHUTDOWN:
+		m->value = (uint32_t)rnd();
+		break;
 	}
 }
 
