@@ -13,7 +13,9 @@
 
 #include "core/approval.h"
 #include "core/core.h"
+#include "core/hsconf.h"
 #include "core/safety/audit.h"
+#include "core/safety/mounts.h"
 #include "core/safety/redact.h"
 
 static const char *const mode_names[] = { "deny", "ask", "approve" };
@@ -220,6 +222,64 @@ hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct hs_an
                   int64_t duration_ms)
 {
 	audit(c, g, an, out, has_exit, exit_code, duration_ms);
+}
+
+int
+hs_approval_mounts(struct hs_core *c, const struct hs_gate *g, const char *const *mounts, size_t n,
+                   struct hs_approval_out *out)
+{
+	struct hs_analysis an;
+	const char *ws = NULL;
+	int critical = 0;
+
+	memset(&an, 0, sizeof(an));
+	out->why[0] = '\0';
+	out->decision = "auto";
+	out->approver = "policy";
+	hs_conf_string(c->conf, "workspace", &ws);
+	for (size_t i = 0; i < n; i++) {
+		struct hs_mount m;
+		hs_mount_assess(mounts[i], c->paths.home, ws, &m);
+		if (m.kind == HS_MOUNT_INVALID) {
+			out->decision = "invalid";
+			snprintf(out->why, sizeof(out->why), "invalid mount '%s': %s", mounts[i], m.reason);
+			return 0;
+		}
+		if (!m.host_access || m.workspace || an.n_findings == HS_MAX_FINDINGS)
+			continue;
+		struct hs_finding *f = &an.findings[an.n_findings++];
+		int crit = hs_mount_critical(&m);
+		critical |= crit;
+		snprintf(f->rule_id, sizeof(f->rule_id), "%s", crit ? "mount.host-critical" : "mount.host");
+		snprintf(f->description, sizeof(f->description), "%s", m.reason);
+		snprintf(f->argv_norm, sizeof(f->argv_norm), "mount %s", mounts[i]);
+		f->host_scope = 1;
+	}
+	if (!an.n_findings)
+		return 1;
+	an.verdict = HS_VERDICT_ASK;
+	struct hs_gate mg = *g;
+	char joined[1024];
+	size_t o = 0;
+	joined[0] = '\0';
+	for (size_t i = 0; i < n && o < sizeof(joined); i++)
+		o += (size_t)snprintf(joined + o, sizeof(joined) - o, "%s-v %s", i ? " " : "", mounts[i]);
+	mg.command = joined;
+	int ok;
+	if (critical && mg.mode == HS_APPROVAL_APPROVE && !mg.asker) {
+		/* Only a person may hand over the host: approve mode is not enough. */
+		ok = 0;
+		out->decision = "deny";
+		out->approver = "mode:approve";
+		snprintf(out->why, sizeof(out->why), "denied: %s; approve mode never grants the host root "
+		         "or the docker socket (use --approval ask on a terminal)", an.findings[0].description);
+	} else {
+		if (critical && mg.mode == HS_APPROVAL_APPROVE)
+			mg.mode = HS_APPROVAL_ASK;
+		ok = hs_approval_decide(c, mg.mode, joined, &an, mg.grants, mg.asker, out);
+	}
+	audit(c, &mg, &an, out, 0, 0, 0);
+	return ok;
 }
 
 static int

@@ -46,7 +46,7 @@ void hs_grants_free(struct hs_grants *g);
 
 /* The outcome of a decision, for the caller's message and the audit log. */
 struct hs_approval_out {
-	const char *decision; /* "auto", "once", "session", "always", "approve", "deny" */
+	const char *decision; /* "auto", "once", "session", "always", "approve", "deny", "invalid" */
 	const char *approver; /* "policy", "grant", "allowlist", "mode:approve", "tty", "client", ... */
 	char why[1024];       /* when denied: one line saying why and how to allow it */
 };
@@ -85,6 +85,17 @@ int hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct 
 void hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
                        const struct hs_approval_out *out, int has_exit, int exit_code,
                        int64_t duration_ms);
+
+/*
+ * Put the host access of mounts (docker-syntax specs) to approval before an
+ * environment is created: a host path other than the configured workspace
+ * needs approval like a dangerous command (rule "mount.host"); the host root
+ * and the docker socket ("mount.host-critical") are never granted by approve
+ * mode.  An invalid spec is refused (decision "invalid").  Returns 1 to go on,
+ * 0 refused (out->why).
+ */
+int hs_approval_mounts(struct hs_core *c, const struct hs_gate *g, const char *const *mounts,
+                       size_t n, struct hs_approval_out *out);
 
 /* The tty asker (reads /dev/tty); NULL when there is no controlling terminal. */
 const struct hs_asker *hs_approval_tty(void);

@@ -297,6 +297,25 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	if (max_timeout > 0 && (timeout == 0 || timeout > max_timeout))
 		timeout = max_timeout;
 
+	/* Host access through mounts is approved before any environment exists. */
+	const char *conf_backend = "local";
+	hs_conf_string(c->conf, "backend", &conf_backend);
+	struct hs_grants grants = { 0 };
+	struct hs_gate mgate = {
+		.session = session,
+		.backend = backend ? backend : conf_backend,
+		.mode = mode,
+		.grants = &grants,
+		.asker = mode == HS_APPROVAL_ASK ? hs_approval_tty() : NULL,
+	};
+	struct hs_approval_out mverdict;
+	if (!hs_approval_mounts(c, &mgate, mounts, n_mounts, &mverdict)) {
+		hs_die_msg("%s", mverdict.why);
+		hs_grants_free(&grants);
+		free(command);
+		return strcmp(mverdict.decision, "invalid") == 0 ? HS_EXIT_USAGE : HS_EXIT_DENIED;
+	}
+
 	struct hs_conn cn;
 	struct hs_record rec;
 	struct hs_session_req req = { .name = session, .backend = backend, .spec = &spec,
@@ -304,6 +323,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	int lockfd = hs_session_begin(c, &req, &cn, &rec, err, sizeof(err));
 	if (lockfd == -1) {
 		hs_die_msg("%s", err);
+		hs_grants_free(&grants);
 		free(command);
 		return HS_EXIT_FAIL;
 	}
@@ -331,7 +351,6 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	struct hs_redactor *red = NULL;
 	if (env.n_secrets)
 		hs_redactor_new(&red, (const char *const *)env.secrets, env.n_secrets);
-	struct hs_grants grants = { 0 };
 	struct hs_gate gate = {
 		.session = session,
 		.backend = cn.be->plugin.name,
@@ -339,13 +358,12 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		.host = cn.props.host_access,
 		.mode = mode,
 		.grants = &grants,
-		.asker = mode == HS_APPROVAL_ASK ? hs_approval_tty() : NULL,
+		.asker = mgate.asker,
 		.redact = red,
 	};
 	struct hs_analysis an;
 	struct hs_approval_out verdict;
 	int allowed = hs_approval_gate(c, pol, &gate, &an, &verdict);
-	hs_grants_free(&grants);
 	if (!allowed) {
 		hs_die_msg("%s", verdict.why);
 		hs_redactor_free(red);
@@ -440,6 +458,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	}
 out:
 	hs_session_end(c, &cn, &rec, lockfd, session == NULL);
+	hs_grants_free(&grants);
 	free(command);
 	return rc;
 }

@@ -643,6 +643,24 @@ do_open(struct sess *ss, struct req *r)
 				mounts[nm++] = YAJL_GET_STRING(mv->u.array.values[i]);
 	spec.mounts = mounts;
 	spec.n_mounts = (uint32_t)nm;
+	/* Host access through mounts is put to the client before anything is created. */
+	const char *conf_backend = "local";
+	hs_conf_string(s->c->conf, "backend", &conf_backend);
+	struct srv_asker_ctx actx = { ss, r->id };
+	struct hs_asker asker = { &actx, srv_ask, "client" };
+	struct hs_gate mgate = {
+		.session = ss->name,
+		.backend = get_str(r->root, "backend") ? get_str(r->root, "backend") : conf_backend,
+		.mode = ss->mode,
+		.grants = &ss->grants,
+		.asker = ss->mode == HS_APPROVAL_ASK ? &asker : NULL,
+	};
+	struct hs_approval_out mverdict;
+	if (!hs_approval_mounts(s->c, &mgate, mounts, nm, &mverdict)) {
+		reply_error(s, r->id, strcmp(mverdict.decision, "invalid") ? "denied" : "invalid_request",
+		            mverdict.why);
+		return;
+	}
 	struct hs_session_req sr = { .name = ss->name, .backend = get_str(r->root, "backend"),
 	                             .spec = &spec, .persistent = ss->persistent };
 	ss->lockfd = hs_session_begin(s->c, &sr, &ss->cn, &ss->rec, err, sizeof(err));

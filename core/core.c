@@ -415,10 +415,13 @@ hs_core_audit(struct hs_core *c, const struct hs_audit_record *r)
 			if (hs_conf_string(c->conf, "audit_log", &p) != 0 || !p) {
 				snprintf(path, sizeof(path), "%s/audit.log", c->paths.state);
 				p = path;
-				if (hs_pathsec_private_dir(c->paths.state, err, sizeof(err)) < 0) {
-					hs_warn("audit log disabled: %s", err);
-					goto out;
-				}
+			}
+			/* The default lives in hs's own state dir: make it, private. */
+			size_t sl = strlen(c->paths.state);
+			if (strncmp(p, c->paths.state, sl) == 0 && p[sl] == '/' &&
+			    hs_pathsec_private_dir(c->paths.state, err, sizeof(err)) < 0) {
+				hs_warn("audit log disabled: %s", err);
+				goto out;
 			}
 			c->audit_fd = hs_audit_open(p, err, sizeof(err));
 			if (c->audit_fd < 0) {

@@ -281,3 +281,10 @@ hs_mount_assess(const char *spec, const char *home, const char *workspace, struc
 	m->kind = HS_MOUNT_VOLUME;
 	return 0;
 }
+
+int
+hs_mount_critical(const struct hs_mount *m)
+{
+	return m->kind == HS_MOUNT_HOST && !m->workspace &&
+	       (!strcmp(m->source, "/") || strstr(m->source, "docker.sock") != NULL);
+}

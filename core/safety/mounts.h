@@ -19,5 +19,10 @@
 int hs_mount_assess(const char *spec, const char *home, const char *workspace, struct hs_mount *out);
 /* "host", "volume", "anonymous", "tmpfs" or "invalid". */
 const char *hs_mount_kind_name(int kind);
+/*
+ * 1 when an assessed mount hands over the host itself (its root, or the docker
+ * socket): approve mode never grants these, only a person can.
+ */
+int hs_mount_critical(const struct hs_mount *m);
 
 #endif
