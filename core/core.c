@@ -193,17 +193,21 @@ host_assess_mount(void *ctx, const char *spec, struct hs_mount *out, char *err)
 	return HS_OK;
 }
 
-/* The session layer installs the real approval round trip; outside a session deny. */
-int32_t (*hs_core_approve_hook)(struct hs_core *c, const char *session, const struct hs_risk *risk,
-                                char *err);
-
+/*
+ * A risk only the plugin can see (a privileged container, say).  It is judged
+ * under the configured approval mode: approve grants it unless hardline; ask
+ * and deny refuse here, since an open() has no one to put the question to.
+ */
 static int32_t
 host_approve(void *ctx, const char *session, const struct hs_risk *risk, char *err)
 {
 	struct hs_backend *b = ctx;
-	if (hs_core_approve_hook)
-		return hs_core_approve_hook(b->core, session, risk, err);
-	snprintf(err, HS_ERR_MAX, "'%s' needs approval and nobody can answer here", risk->rule_id);
+	const char *mode = "ask";
+	hs_conf_string(b->core->conf, "approval", &mode);
+	if (!risk->hardline && strcmp(mode, "approve") == 0)
+		return HS_OK;
+	snprintf(err, HS_ERR_MAX, "'%s' (%s) %s", risk->rule_id, risk->description ? risk->description : "",
+	         risk->hardline ? "is never allowed" : "needs approval; allow it with --approval approve");
 	return HS_E_DENIED;
 }
 
