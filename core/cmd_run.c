@@ -457,7 +457,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		rc = res.exit_code;
 	}
 out:
-	hs_session_end(c, &cn, &rec, lockfd, session == NULL);
+	hs_session_end(&cn, lockfd, session == NULL);
 	hs_grants_free(&grants);
 	free(command);
 	return rc;

@@ -686,7 +686,7 @@ static void
 do_close(struct sess *ss, struct req *r, int keep)
 {
 	if (ss->opened)
-		hs_session_end(ss->srv->c, &ss->cn, &ss->rec, ss->lockfd, 0);
+		hs_session_end(&ss->cn, ss->lockfd, 0);
 	if (ss->opened && !keep) {
 		/* Not persistent: tear the environment down and forget the record. */
 		char e[256];

@@ -272,15 +272,10 @@ fail:
 }
 
 void
-hs_session_end(struct hs_core *c, struct hs_conn *cn, struct hs_record *rec, int lockfd,
-               int ephemeral)
+hs_session_end(struct hs_conn *cn, int lockfd, int ephemeral)
 {
-	char err[256];
-	if (!ephemeral && rec->name[0]) {
-		rec->used = time(NULL);
-		if (hs_record_save(c, rec, err, sizeof(err)) < 0)
-			hs_warn("%s", err);
-	}
+	/* The record was written (with the time of use) when the session began;
+	 * writing it again here would only cost another fsync per command. */
 	hs_conn_close(cn, !ephemeral);
 	if (lockfd >= 0)
 		close(lockfd);

@@ -70,9 +70,7 @@ int hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct
                      struct hs_record *rec, char *err, size_t errlen);
 
 /*
- * Finish: record the use (named sessions), close the stream, keep the
- * environment of a named session or tear down an ephemeral one, release
- * the lock.
+ * Finish: close the stream, keep the environment of a named session or
+ * tear down an ephemeral one, release the lock.
  */
-void hs_session_end(struct hs_core *c, struct hs_conn *cn, struct hs_record *rec, int lockfd,
-                    int ephemeral);
+void hs_session_end(struct hs_conn *cn, int lockfd, int ephemeral);
