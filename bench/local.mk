@@ -1,0 +1,18 @@
+# bench/: benchmarks, never part of `make check`.  `make bench` runs them all
+# and prints ratios against what a user would do instead (bench/README.md).
+EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh
+
+# hs serve session latency vs bash -c true and the Python-subprocess approach,
+# 100 concurrent sessions, hs backends / hs run start-up.
+bench-serve: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
+	  python3 $(top_srcdir)/bench/serve-bench.py
+
+# 1 GB through `hs run` vs a raw pipe, with hs's peak RSS.
+bench-throughput: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
+	  bash $(top_srcdir)/bench/throughput.sh
+
+bench: bench-runner bench-analyse bench-serve bench-throughput
+
+.PHONY: bench bench-serve bench-throughput

@@ -753,7 +753,7 @@ do_file(struct sess *ss, struct req *r, int put)
 		yajl_val mv = get_val(r->root, "mode");
 		uint32_t mode = mv && YAJL_IS_INTEGER(mv) ? (uint32_t)YAJL_GET_INTEGER(mv) & 07777 : 0644;
 		int rc = hs_conn_put(&ss->cn, path, mode, buf ? (void *)buf : (void *)data, (size_t)len,
-		                     err, sizeof(err));
+		                     1, err, sizeof(err));
 		free(buf);
 		if (rc < 0) {
 			reply_error(s, r->id, "file_error", err);

@@ -433,7 +433,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	rc = 0;
 	if (o->keep_state && state.len && !state.overflow && !out->timed_out && !out->cancelled) {
 		size_t n = hs_shell_filter_snapshot(state.data, state.len);
-		if (hs_conn_put(cn, cn->snapshot, 0600, state.data, n, e, sizeof(e)) < 0)
+		/* Atomic, but no fsync: the snapshot is scratch state of the session. */
+		if (hs_conn_put(cn, cn->snapshot, 0600, state.data, n, 0, e, sizeof(e)) < 0)
 			hs_warn("the session's shell state was not saved: %s", e);
 	}
 out:
@@ -445,7 +446,7 @@ out:
 
 int
 hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
-            char *err, size_t errlen)
+            int durable, char *err, size_t errlen)
 {
 	struct hsr_event ev;
 	uint64_t id;
@@ -453,7 +454,8 @@ hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
-	if (hsr_client_put_file(cn->rc, id, path, mode, buf, len) < 0) {
+	if (hsr_client_put_file_flags(cn->rc, id, path, mode, buf, len,
+	                              durable ? 0 : HSR_PUT_NOSYNC) < 0) {
 		snprintf(err, errlen, "cannot send '%s' to the runner: %s", path, strerror(errno));
 		return -1;
 	}

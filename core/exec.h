@@ -112,7 +112,7 @@ int hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job);
 
 /* Put a whole file into the sandbox / get one out (len bounded by max). */
 int hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
-                char *err, size_t errlen);
+                int durable, char *err, size_t errlen);
 int hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **buf, size_t *len,
                 char *err, size_t errlen);
 

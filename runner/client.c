@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #define HELLO_TIMEOUT_MS 30000
+/* How long hsr_client_shutdown() waits beyond the grace it asked for. */
+#define SHUTDOWN_WAIT_MS 30000
 
 struct hsr_client {
 	int fd;
@@ -357,6 +359,12 @@ int hsr_client_attach(struct hsr_client *c)
 int hsr_client_put_file(struct hsr_client *c, uint64_t id, const char *path,
 			uint32_t mode, const void *buf, size_t len)
 {
+	return hsr_client_put_file_flags(c, id, path, mode, buf, len, 0);
+}
+
+int hsr_client_put_file_flags(struct hsr_client *c, uint64_t id, const char *path,
+			      uint32_t mode, const void *buf, size_t len, uint32_t flags_final)
+{
 	const uint8_t *p = buf;
 	uint32_t flags = HSR_PUT_FIRST;
 	int rc = 0;
@@ -376,7 +384,7 @@ int hsr_client_put_file(struct hsr_client *c, uint64_t id, const char *path,
 				     .data = p, .len = n };
 
 		if (n == len)
-			flags |= HSR_PUT_FINAL;
+			flags |= HSR_PUT_FINAL | (flags_final & HSR_PUT_NOSYNC);
 		m.flags = flags;
 		hsr_msg_encode(&c->out, &m, 0);
 		rc = flush_locked(c);
@@ -405,6 +413,43 @@ int hsr_client_ping(struct hsr_client *c, uint64_t token)
 	struct hsr_msg m = { .type = HSR_F_PING, .value = token };
 
 	return send_msg(c, &m);
+}
+
+int hsr_client_shutdown(struct hsr_client *c, int64_t grace_ms)
+{
+	struct hsr_msg m = { .type = HSR_F_SHUTDOWN, .value = HSR_GRACE_DEFAULT };
+	int64_t end = now_ms() + SHUTDOWN_WAIT_MS + (grace_ms > 0 ? grace_ms : 0);
+
+	if (grace_ms >= 0)
+		m.value = grace_ms < HSR_GRACE_DEFAULT ? (uint64_t)grace_ms : HSR_GRACE_DEFAULT - 1;
+	if (send_msg(c, &m) < 0)
+		return -1;
+	for (;;) {
+		int64_t left = end - now_ms();
+		struct hsr_frame f;
+		struct hsr_msg r;
+		int rc;
+
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		rc = read_frame(c, &f, left > 1000000 ? 1000000 : (int)left, NULL, 0);
+		if (rc == 0)
+			continue;
+		if (rc < 0)
+			return -1;
+		/* Output and EXITs of the commands being stopped are dropped. */
+		if (hsr_msg_decode(&f, 1, &r) < 0)
+			continue;
+		if (r.type == HSR_F_OK && r.id == 0)
+			return 0;
+		if (r.type == HSR_F_ERROR && r.id == 0) {
+			/* An older daemon does not know the frame type. */
+			errno = r.code == HSR_E_PROTO ? ENOTSUP : EIO;
+			return -1;
+		}
+	}
 }
 
 static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_event *ev,

@@ -91,11 +91,28 @@ int hsr_client_attach_credit(struct hsr_client *c, uint64_t credit);
  * HSR_EV_OK or HSR_EV_ERROR event with this id. */
 int hsr_client_put_file(struct hsr_client *c, uint64_t id, const char *path,
 			uint32_t mode, const void *buf, size_t len);
+/* As hsr_client_put_file(), with HSR_PUT_NOSYNC in flags_final to skip the
+ * fsyncs: the file still appears atomically but may not survive a crash. */
+int hsr_client_put_file_flags(struct hsr_client *c, uint64_t id, const char *path,
+			      uint32_t mode, const void *buf, size_t len, uint32_t flags_final);
 /* Reads the regular file at the absolute path; it arrives as
  * HSR_EV_FILE_DATA events, the last with final set, or an HSR_EV_ERROR. */
 int hsr_client_get_file(struct hsr_client *c, uint64_t id, const char *path);
 /* Sends a PING; the daemon answers with an HSR_EV_PONG carrying token. */
 int hsr_client_ping(struct hsr_client *c, uint64_t token);
+
+/* Shuts the daemon down: every command is cancelled as at its deadline,
+ * with grace_ms between TERM and KILL (negative: each command's own
+ * grace), and once no process of any command is left the daemon removes
+ * its socket and lock, answers, and exits.  Blocks until that answer
+ * (at most the grace plus 30 s), reading the stream itself: call it from
+ * the thread that reads events; events arriving meanwhile are discarded,
+ * and no PUT with id 0 may be in flight.  Returns 0 once the daemon is
+ * gone, or -1 with errno ENOTSUP (an older daemon without SHUTDOWN; it
+ * keeps running), EIO (the daemon answered with an error: processes
+ * outlived the grace period by 5 s; it exited anyway), ETIMEDOUT, or that
+ * of a broken stream (EPIPE: closed without an answer). */
+int hsr_client_shutdown(struct hsr_client *c, int64_t grace_ms);
 
 enum hsr_event_type {
 	HSR_EV_OUTPUT = 1, /* id, stream (1 or 2), offset, data/len */

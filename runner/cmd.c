@@ -62,6 +62,10 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 			       "malformed exec request");
 		return;
 	}
+	if (d->stopping) {
+		hsr_conn_error(c, req->id, HSR_E_STOPPING, "the runner is shutting down");
+		goto out;
+	}
 	if (hsr_cmd_find(d, req->id)) {
 		hsr_conn_error(c, req->id, HSR_E_BUSY, "command id %llu is in use",
 			       (unsigned long long)req->id);
@@ -113,6 +117,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	cmd->ctl_fd = ctl[1];
 	cmd->status_fd = status[0];
 	cmd->credit = req->credit;
+	cmd->grace_ms = req->grace_ms;
 	hsr_spool_init(&cmd->sp[1], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[2], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[3], 0, 0);
@@ -146,21 +151,96 @@ out:
 	free(req);
 }
 
-void hsr_cmd_stdin(struct hsr_cmd *cmd, const void *p, size_t n, int eof)
+static void stdin_drop(struct hsr_cmd *cmd)
+{
+	hsr_buf_free(&cmd->stdin_buf);
+	cmd->stdin_pos = 0;
+	close_fd(&cmd->stdin_fd);
+}
+
+/* Writes what the pipe takes; returns -1 when stdin was closed. */
+static int write_stdin(struct hsr_cmd *cmd)
+{
+	while (cmd->stdin_pos < cmd->stdin_buf.len) {
+		ssize_t n = write(cmd->stdin_fd, cmd->stdin_buf.data + cmd->stdin_pos,
+				  cmd->stdin_buf.len - cmd->stdin_pos);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			/* EPIPE: the command stopped reading; the rest is dropped. */
+			stdin_drop(cmd);
+			return -1;
+		}
+		cmd->stdin_pos += (size_t)n;
+		cmd->stdin_moved_at = hsr_now_ms();
+	}
+	/* Compact rarely: consuming by an offset keeps a large backlog from
+	 * being moved on every write. */
+	if (cmd->stdin_pos == cmd->stdin_buf.len) {
+		cmd->stdin_buf.len = 0;
+		cmd->stdin_pos = 0;
+	} else if (cmd->stdin_pos >= cmd->stdin_buf.len / 2) {
+		hsr_buf_consume(&cmd->stdin_buf, cmd->stdin_pos);
+		cmd->stdin_pos = 0;
+	}
+	if (cmd->stdin_buf.len == 0 && cmd->stdin_eof) {
+		close_fd(&cmd->stdin_fd);
+		return -1;
+	}
+	return 0;
+}
+
+void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_t n, int eof)
 {
 	if (cmd->stdin_fd < 0 || cmd->stdin_eof)
 		return; /* stdin is /dev/null, closed, or the command is gone */
-	if (eof)
+	if (eof) {
 		cmd->stdin_eof = 1;
-	else
+	} else {
+		/* Compact before the buffer would grow, so its size stays
+		 * within the bound below. */
+		if (cmd->stdin_pos && cmd->stdin_buf.len + n > cmd->stdin_buf.cap) {
+			hsr_buf_consume(&cmd->stdin_buf, cmd->stdin_pos);
+			cmd->stdin_pos = 0;
+		}
+		/* The bound: a command that does not read its stdin must not
+		 * make the daemon hold an unbounded amount of it. */
+		if (cmd->stdin_buf.len - cmd->stdin_pos + n > HSR_STDIN_MAX) {
+			hsr_conn_error(c, cmd->id, HSR_E_LIMIT,
+				       "stdin of command %llu: more than %u bytes not taken by "
+				       "the command; stdin closed", (unsigned long long)cmd->id,
+				       HSR_STDIN_MAX);
+			stdin_drop(cmd);
+			return;
+		}
+		if (cmd->stdin_buf.len == cmd->stdin_pos)
+			cmd->stdin_moved_at = hsr_now_ms(); /* a backlog starts */
+		cmd->stdin_conn = c;
 		hsr_buf_put(&cmd->stdin_buf, p, n);
+	}
 	if (cmd->stdin_buf.failed) {
-		hsr_buf_free(&cmd->stdin_buf);
-		close_fd(&cmd->stdin_fd);
+		hsr_conn_error(c, cmd->id, HSR_E_LIMIT, "stdin of command %llu: out of memory; "
+			       "stdin closed", (unsigned long long)cmd->id);
+		stdin_drop(cmd);
 		return;
 	}
-	if (cmd->stdin_eof && cmd->stdin_buf.len == 0)
-		close_fd(&cmd->stdin_fd);
+	/* Try at once: a command that reads keeps the backlog near zero. */
+	write_stdin(cmd);
+}
+
+int64_t hsr_cmd_stdin_hold(const struct hsr_cmd *cmd, const struct hsr_conn *c, int64_t now)
+{
+	int64_t until = cmd->stdin_moved_at + HSR_STDIN_STALL_MS;
+
+	/* Backpressure for a command that reads, slower than the sender;
+	 * one that stopped reading releases the stream and meets the bound. */
+	if (cmd->stdin_conn != c || cmd->stdin_fd < 0 ||
+	    cmd->stdin_buf.len - cmd->stdin_pos <= HSR_STDIN_SOFT || now >= until)
+		return -1;
+	return until;
 }
 
 void hsr_cmd_control(struct hsr_cmd *cmd, uint8_t op, uint32_t arg)
@@ -173,6 +253,23 @@ void hsr_cmd_control(struct hsr_cmd *cmd, uint8_t op, uint32_t arg)
 	if (write(cmd->ctl_fd, msg, sizeof(msg)) < 0)
 		hsr_warn("cannot reach the shim of command %llu: %s",
 			 (unsigned long long)cmd->id, strerror(errno));
+}
+
+void hsr_cmd_stop(struct hsr_cmd *cmd, uint32_t grace)
+{
+	uint8_t msg[5] = { HSR_SHIM_CANCEL, (uint8_t)grace, (uint8_t)(grace >> 8),
+			   (uint8_t)(grace >> 16), (uint8_t)(grace >> 24) };
+
+	cmd->watch_shim = 1;
+	/* EPIPE: the shim already exited; poll reports that next. */
+	if (cmd->ctl_fd >= 0 && write(cmd->ctl_fd, msg, sizeof(msg)) < 0 && errno != EPIPE)
+		hsr_warn("cannot reach the shim of command %llu: %s",
+			 (unsigned long long)cmd->id, strerror(errno));
+}
+
+int hsr_cmd_dead(const struct hsr_cmd *cmd)
+{
+	return cmd->ctl_fd < 0;
 }
 
 static void unlink_cmd(struct hsr_daemon *d, struct hsr_cmd *cmd)
@@ -238,10 +335,14 @@ int hsr_cmd_pollfds(struct hsr_cmd *cmd, struct pollfd *pfd, int max)
 	for (int s = 1; s <= 3 && n < max; s++)
 		if (cmd->pipe_fd[s] >= 0 && !hsr_spool_full(&cmd->sp[s]))
 			pfd[n++] = (struct pollfd){ .fd = cmd->pipe_fd[s], .events = POLLIN };
-	if (n < max && cmd->stdin_fd >= 0 && cmd->stdin_buf.len)
+	if (n < max && cmd->stdin_fd >= 0 && cmd->stdin_buf.len > cmd->stdin_pos)
 		pfd[n++] = (struct pollfd){ .fd = cmd->stdin_fd, .events = POLLOUT };
 	if (n < max && cmd->status_fd >= 0)
 		pfd[n++] = (struct pollfd){ .fd = cmd->status_fd, .events = POLLIN };
+	/* A pipe's write end reports POLLERR once the reader (the shim) has
+	 * exited, which is how a shutdown knows every process is gone. */
+	if (n < max && cmd->watch_shim && cmd->ctl_fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = cmd->ctl_fd, .events = 0 };
 	return n;
 }
 
@@ -263,8 +364,7 @@ static void read_status(struct hsr_cmd *cmd)
 	cmd->drain_until = hsr_now_ms() + HSR_DRAIN_MS;
 	close_fd(&cmd->status_fd);
 	/* The command is over; its stdin has no reader that matters. */
-	close_fd(&cmd->stdin_fd);
-	hsr_buf_free(&cmd->stdin_buf);
+	stdin_drop(cmd);
 }
 
 static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
@@ -291,23 +391,6 @@ static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 		cmd->drain_until = hsr_now_ms() + HSR_DRAIN_MS;
 }
 
-static void write_stdin(struct hsr_cmd *cmd)
-{
-	ssize_t n = write(cmd->stdin_fd, cmd->stdin_buf.data, cmd->stdin_buf.len);
-
-	if (n < 0) {
-		if (errno == EINTR || errno == EAGAIN)
-			return;
-		/* EPIPE: the command stopped reading; the rest is dropped. */
-		hsr_buf_free(&cmd->stdin_buf);
-		close_fd(&cmd->stdin_fd);
-		return;
-	}
-	hsr_buf_consume(&cmd->stdin_buf, (size_t)n);
-	if (cmd->stdin_buf.len == 0 && cmd->stdin_eof)
-		close_fd(&cmd->stdin_fd);
-}
-
 void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *pfd, int n)
 {
 	int64_t now;
@@ -321,6 +404,11 @@ void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *
 		}
 		if (pfd[i].fd == cmd->stdin_fd) {
 			write_stdin(cmd);
+			continue;
+		}
+		if (pfd[i].fd == cmd->ctl_fd) {
+			if (pfd[i].revents & (POLLERR | POLLHUP))
+				close_fd(&cmd->ctl_fd);
 			continue;
 		}
 		for (int s = 1; s <= 3; s++)

@@ -23,6 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* How long a shutdown waits for processes beyond the grace period. */
+#define STOP_SLACK_MS 5000
+
 void hsr_conn_error(struct hsr_conn *c, uint64_t id, uint32_t code, const char *fmt, ...)
 {
 	struct hsr_msg m = { .type = HSR_F_ERROR, .id = id, .code = code };
@@ -45,9 +48,12 @@ static void conn_close(struct hsr_daemon *d, struct hsr_conn *c)
 			break;
 		}
 	/* Commands outlive their stream; they wait for the next attach. */
-	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next)
+	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next) {
 		if (cmd->owner == c)
 			cmd->owner = NULL;
+		if (cmd->stdin_conn == c)
+			cmd->stdin_conn = NULL;
+	}
 	hsr_files_drop(c);
 	close(c->fd);
 	hsr_decoder_free(&c->dec);
@@ -76,7 +82,9 @@ static void accept_conns(struct hsr_daemon *d)
 				continue;
 			return;
 		}
-		if (!peer_ok(fd)) {
+		/* While shutting down, nobody new is served: the peer sees
+		 * the stream close before any HELLO. */
+		if (!peer_ok(fd) || d->stopping) {
 			close(fd);
 			continue;
 		}
@@ -121,6 +129,8 @@ static struct hsr_cmd *need_cmd(struct hsr_daemon *d, struct hsr_conn *c, uint64
 	return cmd;
 }
 
+static void stop_begin(struct hsr_daemon *d, struct hsr_conn *c, uint32_t grace);
+
 static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_frame *f)
 {
 	struct hsr_cmd *cmd;
@@ -149,7 +159,7 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 	case HSR_F_STDIN:
 	case HSR_F_STDIN_EOF:
 		if ((cmd = need_cmd(d, c, m.id)))
-			hsr_cmd_stdin(cmd, m.data, m.len, m.type == HSR_F_STDIN_EOF);
+			hsr_cmd_stdin(cmd, c, m.data, m.len, m.type == HSR_F_STDIN_EOF);
 		break;
 	case HSR_F_SIGNAL:
 		if ((cmd = need_cmd(d, c, m.id)))
@@ -157,7 +167,7 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 		break;
 	case HSR_F_CANCEL:
 		if ((cmd = need_cmd(d, c, m.id)))
-			hsr_cmd_control(cmd, HSR_SHIM_CANCEL, 0);
+			hsr_cmd_control(cmd, HSR_SHIM_CANCEL, HSR_GRACE_DEFAULT);
 		break;
 	case HSR_F_ACK:
 		/* An ACK for a forgotten command is a harmless repeat. */
@@ -187,6 +197,9 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 		hsr_msg_encode(&c->out, &r, 1);
 		break;
 	}
+	case HSR_F_SHUTDOWN:
+		stop_begin(d, c, (uint32_t)m.value);
+		break;
 	default:
 		hsr_conn_error(c, 0, HSR_E_PROTO, "unexpected %s frame", hsr_frame_name(m.type));
 		break;
@@ -289,6 +302,95 @@ static int idle_exit(struct hsr_daemon *d)
 	return 1;
 }
 
+/* Shutdown.  Every command is cancelled as at its deadline, with the
+ * requested grace; the daemon then waits until every shim has exited (a
+ * shim exits only when no process of its command is left), removes its
+ * socket, lock and stray spool files, answers OK and exits. */
+static void stop_begin(struct hsr_daemon *d, struct hsr_conn *c, uint32_t grace)
+{
+	int64_t longest = grace;
+
+	c->want_stop = 1;
+	if (grace == HSR_GRACE_DEFAULT) {
+		longest = 0;
+		for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next)
+			if (cmd->grace_ms > longest)
+				longest = cmd->grace_ms;
+	}
+	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next)
+		hsr_cmd_stop(cmd, grace);
+	if (!d->stopping) {
+		d->stopping = 1;
+		d->stop_deadline = hsr_now_ms() + longest + STOP_SLACK_MS;
+	}
+}
+
+/* Returns 1 when the daemon has answered and must exit; otherwise lowers
+ * *wake to when to look again. */
+static int stop_poll(struct hsr_daemon *d, int64_t *wake)
+{
+	int64_t now = hsr_now_ms(), until = now + 1000;
+	int alive = 0, lockfd;
+
+	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next)
+		alive += !hsr_cmd_dead(cmd);
+	if (alive && now < d->stop_deadline) {
+		if (*wake < 0 || d->stop_deadline < *wake)
+			*wake = d->stop_deadline;
+		return 0;
+	}
+	/* As at an idle exit, the lock keeps a concurrent `--attach --start`
+	 * from racing the removal; a lock held for long is given up on. */
+	lockfd = openat(d->rd->dirfd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (lockfd >= 0 && flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+		close(lockfd);
+		lockfd = -1;
+		if (now < d->stop_deadline + 1000) {
+			*wake = now + 10;
+			return 0;
+		}
+	}
+	unlinkat(d->rd->dirfd, "sock", 0);
+	close(d->listen_fd);
+	d->listen_fd = -1;
+	if (lockfd >= 0) {
+		/* Lockers check that the file they locked is still the
+		 * one at the path (hsr_rundir_lock), so unlinking is safe. */
+		unlinkat(d->rd->dirfd, "lock", 0);
+		hsr_rundir_sweep(d->rd);
+	}
+	for (struct hsr_conn *c = d->conns; c; c = c->next) {
+		struct hsr_msg ok = { .type = HSR_F_OK, .id = 0 };
+
+		if (!c->want_stop)
+			continue;
+		if (alive)
+			hsr_conn_error(c, 0, HSR_E_LIMIT, "%d command%s still had processes %lld ms "
+				       "after the grace period; exiting anyway", alive,
+				       alive == 1 ? "" : "s", (long long)STOP_SLACK_MS);
+		else
+			hsr_msg_encode(&c->out, &ok, 1);
+	}
+	/* Queued frames (the answer, EXITs) get a bounded time to leave. */
+	for (struct hsr_conn *c = d->conns; c; c = c->next)
+		while (c->out.len && hsr_now_ms() < until && conn_flush(c) == 0 && c->out.len) {
+			struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+
+			poll(&p, 1, 50);
+		}
+	while (d->conns)
+		conn_close(d, d->conns); /* also removes PUT temporary files */
+	while (d->cmds) {
+		struct hsr_cmd *cmd = d->cmds;
+
+		d->cmds = cmd->next;
+		hsr_cmd_free(cmd);
+	}
+	if (lockfd >= 0)
+		close(lockfd);
+	return 1;
+}
+
 /* One poll slot: what it belongs to. */
 struct slot {
 	struct hsr_conn *conn;
@@ -338,7 +440,10 @@ static int run_loop(struct hsr_daemon *d)
 				conn_close(d, c);
 		}
 		now = hsr_now_ms();
-		if (d->conns || d->cmds) {
+		if (d->stopping) {
+			if (stop_poll(d, &wake))
+				break;
+		} else if (d->conns || d->cmds) {
 			d->idle_since = now;
 		} else if (d->idle_s > 0) {
 			int64_t at = d->idle_since + (int64_t)d->idle_s * 1000;
@@ -354,7 +459,7 @@ static int run_loop(struct hsr_daemon *d)
 		for (c = d->conns; c; c = c->next)
 			need++;
 		for (cmd = d->cmds; cmd; cmd = cmd->next)
-			need += 5;
+			need += 6;
 		if (need > cap) {
 			struct pollfd *p = realloc(pfd, need * 2 * sizeof(*p));
 			struct slot *w;
@@ -373,13 +478,27 @@ static int run_loop(struct hsr_daemon *d)
 		pfd[n] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 		who[n++] = (struct slot){ NULL, NULL };
 		for (c = d->conns; c; c = c->next) {
+			int hold = 0;
+
+			/* A command falling behind on this stream's stdin holds
+			 * its reading back while its pipe keeps draining. */
+			for (cmd = d->cmds; cmd; cmd = cmd->next) {
+				int64_t until = hsr_cmd_stdin_hold(cmd, c, now);
+
+				if (until >= 0) {
+					hold = 1;
+					if (wake < 0 || until < wake)
+						wake = until;
+				}
+			}
 			pfd[n] = (struct pollfd){ .fd = c->fd,
-				.events = (short)((c->closing ? 0 : POLLIN) | (c->out.len ? POLLOUT : 0)) };
+				.events = (short)((c->closing || hold ? 0 : POLLIN) |
+						  (c->out.len ? POLLOUT : 0)) };
 			who[n++] = (struct slot){ c, NULL };
 		}
 		for (cmd = d->cmds; cmd; cmd = cmd->next) {
 			int64_t w = hsr_cmd_wake(cmd);
-			int k = hsr_cmd_pollfds(cmd, pfd + n, 5);
+			int k = hsr_cmd_pollfds(cmd, pfd + n, 6);
 
 			/* A command with nothing to poll still gets one slot
 			 * (fd -1, ignored by poll) so its timers run. */

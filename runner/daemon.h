@@ -18,6 +18,9 @@ struct hsr_cmd {
 	int ctl_fd;             /* control pipe to the shim */
 	int status_fd;          /* status pipe from the shim */
 	struct hsr_buf stdin_buf;
+	size_t stdin_pos;       /* bytes of stdin_buf already written */
+	struct hsr_conn *stdin_conn; /* the stream STDIN frames last came from */
+	int64_t stdin_moved_at; /* when the pipe last took bytes */
 	int stdin_eof;
 	struct hsr_spool sp[4];
 	uint64_t credit;
@@ -25,6 +28,8 @@ struct hsr_cmd {
 	int64_t drain_until;    /* after done: detach pipes idle past this */
 	struct hsr_shim_status st;
 	int exit_sent;          /* EXIT queued on the current owner */
+	int64_t grace_ms;       /* from the EXEC */
+	int watch_shim;         /* shutdown: poll ctl_fd to see the shim exit */
 };
 
 struct hsr_put {
@@ -48,6 +53,7 @@ struct hsr_conn {
 	int fd;
 	int hello;      /* handshake done */
 	int closing;    /* close once out is flushed */
+	int want_stop;  /* sent SHUTDOWN: answer OK when everything is dead */
 	struct hsr_decoder dec;
 	struct hsr_buf out;
 	struct hsr_put *puts;
@@ -63,6 +69,8 @@ struct hsr_daemon {
 	struct hsr_conn *conns;
 	struct hsr_cmd *cmds;
 	unsigned seq;
+	int stopping;          /* a SHUTDOWN arrived */
+	int64_t stop_deadline; /* give up waiting for shims after this */
 };
 
 /* daemon.c */
@@ -72,10 +80,18 @@ void hsr_conn_error(struct hsr_conn *c, uint64_t id, uint32_t code, const char *
 /* cmd.c */
 struct hsr_cmd *hsr_cmd_find(struct hsr_daemon *d, uint64_t id);
 void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, size_t len);
-void hsr_cmd_stdin(struct hsr_cmd *cmd, const void *p, size_t n, int eof);
+void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_t n, int eof);
 void hsr_cmd_control(struct hsr_cmd *cmd, uint8_t op, uint32_t arg);
+/* Shutdown: cancels the command (grace in ms, or HSR_GRACE_DEFAULT) also
+ * when its top process has exited, and watches for its shim to exit. */
+void hsr_cmd_stop(struct hsr_cmd *cmd, uint32_t grace);
+/* Returns 1 once the command's shim (and so all its processes) is gone. */
+int hsr_cmd_dead(const struct hsr_cmd *cmd);
 void hsr_cmd_ack(struct hsr_daemon *d, struct hsr_cmd *cmd, int stream, uint64_t off);
 void hsr_cmd_attach(struct hsr_daemon *d, struct hsr_conn *c, uint64_t credit);
+/* Returns the time until which the command's pending stdin holds back
+ * reading c (HSR_STDIN_SOFT, HSR_STDIN_STALL_MS), or -1 when it does not. */
+int64_t hsr_cmd_stdin_hold(const struct hsr_cmd *cmd, const struct hsr_conn *c, int64_t now);
 /* Adds the command's descriptors that need polling; returns how many. */
 int hsr_cmd_pollfds(struct hsr_cmd *cmd, struct pollfd *pfd, int max);
 /* Handles readiness on the command's descriptors and timers. */

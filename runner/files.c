@@ -1,7 +1,8 @@
 /* File transfer: PUT writes through a temporary file and a rename, so a
  * reader never sees half a file and a symlink at the target is replaced,
- * not followed; GET streams a regular file in chunks within the stream's
- * output limit. */
+ * not followed.  The file is fsync'd before the rename and its directory
+ * after, so an OK means the content is on disk under the new name.  GET
+ * streams a regular file in chunks within the stream's output limit. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -106,6 +107,27 @@ static int write_all(int fd, const uint8_t *b, size_t n)
 	return 0;
 }
 
+/* Makes a rename in path's directory durable.  File systems that cannot
+ * sync a directory (EINVAL, ENOTSUP) are not an error. */
+static int sync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	int fd, rc;
+
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	if (rc < 0 && (errno == EINVAL || errno == ENOTSUP || errno == EROFS))
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
 void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m)
 {
 	struct hsr_put **link = NULL, *p = put_find(c, m->id, &link);
@@ -130,7 +152,14 @@ void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_ms
 	}
 	if (!(m->flags & HSR_PUT_FINAL))
 		return;
-	if (fchmod(p->fd, m->mode & 07777) < 0 || close(p->fd) < 0) {
+	/* put_free() closes the descriptor on the error path. */
+	int sync = !(m->flags & HSR_PUT_NOSYNC);
+	if (fchmod(p->fd, m->mode & 07777) < 0 || (sync && fsync(p->fd) < 0)) {
+		hsr_conn_error(c, m->id, HSR_E_FILE, "cannot write '%s': %s", p->path,
+			       strerror(errno));
+		goto drop;
+	}
+	if (close(p->fd) < 0) {
 		p->fd = -1;
 		hsr_conn_error(c, m->id, HSR_E_FILE, "cannot write '%s': %s", p->path,
 			       strerror(errno));
@@ -142,7 +171,11 @@ void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_ms
 			       strerror(errno));
 		goto drop;
 	}
-	{
+	if (sync && sync_parent(p->path) < 0) {
+		/* The file is in place; only its durability is in doubt. */
+		hsr_conn_error(c, m->id, HSR_E_FILE, "'%s' written, but cannot sync its directory: %s",
+			       p->path, strerror(errno));
+	} else {
 		struct hsr_msg ok = { .type = HSR_F_OK, .id = m->id };
 
 		hsr_msg_encode(&c->out, &ok, 1);

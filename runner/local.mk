@@ -3,7 +3,8 @@
 # also go into libhsrclient.a, built with the normal CC, for the core.
 
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
-	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c
+	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
+	runner/stop.c
 RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h
 RUNNER_DEFS = -D_GNU_SOURCE -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
@@ -34,7 +35,8 @@ fuzz-runner: $(srcdir)/runner/fuzz-frames.c $(srcdir)/runner/proto.c $(srcdir)/r
 # of the built binary through the client library, and shell tests.
 HSR_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runner $(CMOCKA_CFLAGS) \
 	-DHSR_VERSION='"$(PACKAGE_VERSION)"'
-check_PROGRAMS += tests/runner/test-proto tests/runner/test-runner tests/runner/hsr-run
+check_PROGRAMS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
+	tests/runner/hsr-run
 tests_runner_test_proto_SOURCES = tests/runner/test-proto.c runner/fuzz-frames.c
 tests_runner_test_proto_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_proto_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS) $(PTHREAD_LIBS)
@@ -42,12 +44,17 @@ tests_runner_test_runner_SOURCES = tests/runner/test-runner.c tests/runner/harne
 	tests/runner/harness.h
 tests_runner_test_runner_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_runner_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS) $(PTHREAD_LIBS)
+tests_runner_test_lifecycle_SOURCES = tests/runner/test-lifecycle.c tests/runner/harness.c \
+	tests/runner/harness.h
+tests_runner_test_lifecycle_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
+tests_runner_test_lifecycle_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS) $(PTHREAD_LIBS)
 tests_runner_hsr_run_SOURCES = tests/runner/hsr-run.c tests/runner/harness.c tests/runner/harness.h
 tests_runner_hsr_run_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_hsr_run_LDADD = runner/libhsrclient.a $(PTHREAD_LIBS)
 
 HSR_SH_TESTS = tests/runner/cli.test tests/runner/rundir.test tests/runner/chroot.test
-TESTS += tests/runner/test-proto tests/runner/test-runner $(HSR_SH_TESTS)
+TESTS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
+	$(HSR_SH_TESTS)
 EXTRA_DIST += $(HSR_SH_TESTS) tests/runner/lib.sh
 
 dist_man_MANS += man/hs-runner.7

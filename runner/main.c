@@ -14,6 +14,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: hs-runner --daemon [--dir DIR] [--idle SECONDS] [--foreground]\n"
 		"       hs-runner --attach [--dir DIR] [--start] [--idle SECONDS]\n"
+		"       hs-runner --stop [--dir DIR] [--grace MS]\n"
 		"\n"
 		"Runs commands for hs inside a sandbox.  The daemon owns the commands and\n"
 		"listens on DIR/sock; every stream is an --attach that proxies its\n"
@@ -21,11 +22,16 @@ static void usage(FILE *f)
 		"\n"
 		"  --daemon         start the daemon (it detaches once it listens)\n"
 		"  --attach         proxy stdin/stdout to the daemon's socket\n"
+		"  --stop           shut the daemon down: cancel every command (TERM, grace,\n"
+		"                   KILL), wait until all are gone, remove the socket and\n"
+		"                   lock; exit 0 also when no daemon listens\n"
 		"  --start          with --attach: start the daemon if none listens\n"
 		"  --dir DIR        runtime directory, created 0700 if missing (default:\n"
 		"                   $XDG_RUNTIME_DIR/hs-runner, else /tmp/hs-runner-UID)\n"
 		"  --idle SECONDS   exit after this long without streams or commands\n"
 		"                   (default %d; 0 never)\n"
+		"  --grace MS       with --stop: TERM-to-KILL time for every command\n"
+		"                   (default: each command's own)\n"
 		"  --foreground     with --daemon: do not detach\n"
 		"  --help           show this help and exit\n"
 		"  --version        show the version and protocol range and exit\n"
@@ -46,11 +52,13 @@ static int parse_idle(const char *s, int *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_DAEMON = 256, OPT_ATTACH, OPT_START, OPT_DIR, OPT_IDLE, OPT_FG, OPT_HELP,
-	       OPT_VERSION };
+	enum { OPT_DAEMON = 256, OPT_ATTACH, OPT_STOP, OPT_START, OPT_DIR, OPT_IDLE, OPT_GRACE,
+	       OPT_FG, OPT_HELP, OPT_VERSION };
 	static const struct option opts[] = {
 		{ "daemon", no_argument, NULL, OPT_DAEMON },
 		{ "attach", no_argument, NULL, OPT_ATTACH },
+		{ "stop", no_argument, NULL, OPT_STOP },
+		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "start", no_argument, NULL, OPT_START },
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "idle", required_argument, NULL, OPT_IDLE },
@@ -60,6 +68,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int mode = 0, start = 0, fg = 0, idle = HSR_DEFAULT_IDLE_S, opt;
+	int64_t grace = -1;
 	char defdir[256];
 	const char *dir = NULL;
 
@@ -67,8 +76,9 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case OPT_DAEMON:
 		case OPT_ATTACH:
+		case OPT_STOP:
 			if (mode && mode != opt) {
-				hsr_warn("--daemon and --attach are exclusive");
+				hsr_warn("--daemon, --attach and --stop are exclusive");
 				return 2;
 			}
 			mode = opt;
@@ -85,6 +95,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_GRACE: {
+			char *end;
+			long long v = strtoll(optarg, &end, 10);
+
+			if (!*optarg || *end || v < 0 || v >= 0xffffffffLL) {
+				hsr_warn("invalid --grace '%s': expected milliseconds", optarg);
+				return 2;
+			}
+			grace = v;
+			break;
+		}
 		case OPT_FG:
 			fg = 1;
 			break;
@@ -115,6 +136,8 @@ int main(int argc, char **argv)
 	}
 	if (mode == OPT_ATTACH)
 		return hsr_attach_main(dir, start, idle);
+	if (mode == OPT_STOP)
+		return hsr_stop_main(dir, grace);
 	{
 		struct hsr_daemon_opts o = { .dir = dir, .idle_s = idle, .foreground = fg };
 		struct hsr_rundir rd;

@@ -374,6 +374,9 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_PONG:
 		m->value = hsr_get_u64(&r);
 		break;
+	case HSR_F_SHUTDOWN:
+		m->value = hsr_get_u32(&r);
+		break;
 	default:
 		return -1;
 	}
@@ -466,6 +469,9 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 	case HSR_F_PING:
 	case HSR_F_PONG:
 		hsr_buf_u64(b, m->value);
+		break;
+	case HSR_F_SHUTDOWN:
+		hsr_buf_u32(b, (uint32_t)m->value);
 		break;
 	default:
 		break;
@@ -621,7 +627,7 @@ const char *hsr_frame_name(int type)
 	static const char *const names[] = {
 		"?", "HELLO", "ERROR", "EXEC", "STDIN", "STDIN_EOF", "SIGNAL",
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
-		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG",
+		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
 	};
 
 	if (type < 1 || type > HSR_F_MAX_TYPE)

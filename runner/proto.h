@@ -51,7 +51,8 @@ enum hsr_frame_type {
 	HSR_F_ATTACH = 17,   /* client: u64 credit; daemon: u32 n, n entries */
 	HSR_F_PING = 18,     /* client: u64 token */
 	HSR_F_PONG = 19,     /* daemon: u64 token */
-	HSR_F_MAX_TYPE = 19
+	HSR_F_SHUTDOWN = 20, /* client: u32 grace_ms (HSR_GRACE_DEFAULT: each command's own) */
+	HSR_F_MAX_TYPE = 20
 };
 
 /* ERROR codes.  Append only. */
@@ -62,7 +63,8 @@ enum hsr_error_code {
 	HSR_E_NOENT = 4,    /* no command or transfer with that id */
 	HSR_E_EXEC = 5,     /* the daemon could not start the command */
 	HSR_E_FILE = 6,     /* a PUT or GET failed */
-	HSR_E_LIMIT = 7     /* a resource limit was hit */
+	HSR_E_LIMIT = 7,    /* a resource limit was hit */
+	HSR_E_STOPPING = 8  /* the daemon is shutting down */
 };
 
 /* EXEC flags. */
@@ -72,12 +74,21 @@ enum hsr_error_code {
 /* PUT flags. */
 #define HSR_PUT_FIRST 0x1u /* first chunk: create the temporary file */
 #define HSR_PUT_FINAL 0x2u /* last chunk: set the mode and rename into place */
+#define HSR_PUT_NOSYNC 0x4u /* on the last chunk: rename without fsync (scratch data
+                               such as the shell snapshot; still atomic, not durable) */
 
 /* Streams as numbered in OUTPUT, STATE, ACK and the attach list. */
 #define HSR_STREAM_EXIT 0
 #define HSR_STREAM_STDOUT 1
 #define HSR_STREAM_STDERR 2
 #define HSR_STREAM_STATE 3
+
+/* SHUTDOWN grace meaning "each command's own grace from its EXEC". */
+#define HSR_GRACE_DEFAULT 0xffffffffu
+
+/* Pending (received, not yet taken by the pipe) stdin bytes per command
+ * above which the daemon refuses more: ERROR HSR_E_LIMIT and stdin closed. */
+#define HSR_STDIN_MAX (16u * 1024u * 1024u)
 
 /* Credit meaning "never throttle". */
 #define HSR_CREDIT_UNLIMITED UINT64_MAX
@@ -152,7 +163,7 @@ struct hsr_msg {
 	uint64_t id;
 	uint8_t stream;
 	uint64_t offset;
-	uint64_t value;      /* CREDIT bytes, PING/PONG token, ATTACH credit */
+	uint64_t value;      /* CREDIT bytes, PING/PONG token, ATTACH credit, SHUTDOWN grace */
 	uint32_t vmin, vmax; /* HELLO */
 	uint32_t code;       /* ERROR */
 	uint32_t signo;      /* SIGNAL */

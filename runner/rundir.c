@@ -8,6 +8,7 @@
  */
 #include "runner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -147,20 +148,50 @@ void hsr_rundir_close(struct hsr_rundir *rd)
 
 int hsr_rundir_lock(const struct hsr_rundir *rd, char *err, size_t errlen)
 {
-	int fd = openat(rd->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* A stopping daemon unlinks the lock while holding it; whoever
+	 * waited on that file then holds a lock nobody else can see, so the
+	 * file is opened again until the locked one is the one at the path. */
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = openat(rd->dirfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		struct stat a, b;
 
-	if (fd < 0) {
-		set_err(err, errlen, "cannot open lock '%s/lock': %s", rd->path, strerror(errno));
-		return -1;
-	}
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno == EINTR)
-			continue;
-		set_err(err, errlen, "cannot lock '%s/lock': %s", rd->path, strerror(errno));
+		if (fd < 0) {
+			set_err(err, errlen, "cannot open lock '%s/lock': %s", rd->path,
+				strerror(errno));
+			return -1;
+		}
+		while (flock(fd, LOCK_EX) < 0) {
+			if (errno == EINTR)
+				continue;
+			set_err(err, errlen, "cannot lock '%s/lock': %s", rd->path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (fstat(fd, &a) == 0 &&
+		    fstatat(rd->dirfd, "lock", &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return fd;
 		close(fd);
-		return -1;
 	}
-	return fd;
+	set_err(err, errlen, "cannot lock '%s/lock': it keeps being replaced", rd->path);
+	return -1;
+}
+
+void hsr_rundir_sweep(const struct hsr_rundir *rd)
+{
+	int fd = openat(rd->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(dir)))
+		if (strncmp(de->d_name, "spool.", 6) == 0)
+			unlinkat(rd->dirfd, de->d_name, 0);
+	closedir(dir);
 }
 
 int hsr_rundir_connect(const struct hsr_rundir *rd)

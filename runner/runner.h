@@ -14,6 +14,11 @@
 #define HSR_UNACKED_MAX (64u * 1024u * 1024u)
 /* Stop generating data frames for a connection above this much queued. */
 #define HSR_OUT_HIGH (256u * 1024u)
+/* Stdin backpressure: above this much pending stdin the daemon stops
+ * reading the sending stream for as long as the command's pipe keeps
+ * taking bytes (it took some within the stall time). */
+#define HSR_STDIN_SOFT (1024u * 1024u)
+#define HSR_STDIN_STALL_MS 200
 /* How long pipes are drained after the command's top process exited. */
 #define HSR_DRAIN_MS 100
 #define HSR_DEFAULT_GRACE_MS 2000
@@ -38,6 +43,9 @@ int hsr_rundir_open(struct hsr_rundir *rd, const char *path, char *err, size_t e
 void hsr_rundir_close(struct hsr_rundir *rd);
 /* Opens and exclusively locks DIR/lock (blocking).  Returns the fd or -1. */
 int hsr_rundir_lock(const struct hsr_rundir *rd, char *err, size_t errlen);
+/* Removes stray spool files (a daemon killed between creating and
+ * unlinking one leaves it behind); call only while no daemon runs. */
+void hsr_rundir_sweep(const struct hsr_rundir *rd);
 /* Connects to DIR/sock.  Returns the fd or -1 with errno. */
 int hsr_rundir_connect(const struct hsr_rundir *rd);
 /* Opens /dev/null, or an empty pipe's read end where there is no
@@ -83,7 +91,9 @@ struct hsr_shim_spec {
 	int64_t grace_ms;
 };
 
-/* Control messages from the daemon to a shim: an op byte and a u32. */
+/* Control messages from the daemon to a shim: an op byte and a u32.
+ * CANCEL's u32 is a grace in ms that may shorten the command's own, or
+ * HSR_GRACE_DEFAULT; SIGNAL's is the signal number. */
 #define HSR_SHIM_CANCEL 'C'
 #define HSR_SHIM_SIGNAL 'S'
 
@@ -113,5 +123,7 @@ int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int
 
 /* attach.c */
 int hsr_attach_main(const char *dir, int start, int idle_s);
+/* stop.c: `--stop`.  grace_ms < 0 means each command's own grace. */
+int hsr_stop_main(const char *dir, int64_t grace_ms);
 
 #endif

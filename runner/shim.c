@@ -277,6 +277,7 @@ static void reap(struct shim *sh, int *none_left)
 static void read_ctl(struct shim *sh, int fd, int *ctl_open)
 {
 	uint8_t msg[5];
+	uint32_t arg;
 	ssize_t n;
 
 	do
@@ -294,14 +295,25 @@ static void read_ctl(struct shim *sh, int fd, int *ctl_open)
 	}
 	if (n != 5)
 		return;
-	if (msg[0] == HSR_SHIM_CANCEL && !sh->top_done) {
-		sh->st.cancelled = 1;
+	arg = (uint32_t)msg[1] | (uint32_t)msg[2] << 8 | (uint32_t)msg[3] << 16 |
+	      (uint32_t)msg[4] << 24;
+	if (msg[0] == HSR_SHIM_CANCEL) {
+		/* A shutdown's grace replaces the command's own; a kill in
+		 * progress is only ever hurried, never delayed. */
+		if (arg != HSR_GRACE_DEFAULT) {
+			int64_t at = hsr_now_ms() + (int64_t)arg;
+
+			sh->grace_ms = (int64_t)arg;
+			if (sh->killing && at < sh->kill_at)
+				sh->kill_at = at;
+		}
+		if (!sh->top_done)
+			sh->st.cancelled = 1;
+		/* After the top process exited this only matters for
+		 * leftovers, whose kill is normally already under way. */
 		start_kill(sh);
 	} else if (msg[0] == HSR_SHIM_SIGNAL && !sh->top_done) {
-		int sig = (int)((uint32_t)msg[1] | (uint32_t)msg[2] << 8 |
-				(uint32_t)msg[3] << 16 | (uint32_t)msg[4] << 24);
-
-		signal_group(sh, sig);
+		signal_group(sh, (int)arg);
 	}
 }
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -231,6 +232,50 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 	return HS_OK;
 }
 
+/* Ends the session's runner: `hs-runner --stop` kills every command, waits
+ * until all are gone and removes the socket and lock; then the runtime
+ * directory, now empty, goes too.  Failures are warnings: nothing is left
+ * running either way once the stop succeeded. */
+static int
+lo_rm(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void
+lo_stop(struct lo_env *env)
+{
+	const struct hs_host_v1 *host = env->st->host;
+	const char *argv[] = { host->runner_path, "--stop", "--dir", env->dir, NULL };
+	const char *envv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	pid_t pid;
+	int status = 0;
+
+	if (!host->runner_path)
+		return;
+	int e = posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, (char *const *)envv);
+	if (e != 0) {
+		host->log(host->ctx, HS_LOG_WARN, "cannot start '%s --stop': %s", argv[0], strerror(e));
+		return;
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		host->log(host->ctx, HS_LOG_WARN, "'%s --stop --dir %s' failed (%s %d)", argv[0],
+		          env->dir, WIFEXITED(status) ? "exit" : "signal",
+		          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		return;
+	}
+	/*
+	 * The directory is the environment's, private (0700, ours): tearing the
+	 * environment down removes all of it, the session's shell state included.
+	 * FTW_PHYS: a symlink inside is removed, never followed.
+	 */
+	if (nftw(env->dir, lo_rm, 8, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+		host->log(host->ctx, HS_LOG_WARN, "cannot remove the runtime directory '%s': %s",
+		          env->dir, strerror(errno));
+}
+
 static int32_t
 lo_close(void *envp, uint32_t flags, char *err)
 {
@@ -239,6 +284,8 @@ lo_close(void *envp, uint32_t flags, char *err)
 		return HS_OK;
 	/* The core closed its streams first, so each attach process sees EOF and exits. */
 	lo_reap(env, 1);
+	if (!(flags & HS_CLOSE_KEEP))
+		lo_stop(env);
 	free(env);
 	return HS_OK;
 }

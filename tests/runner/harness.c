@@ -165,6 +165,42 @@ long hsr_test_hwm_kb(pid_t pid)
 	return status_kb(pid, 1);
 }
 
+int hsr_test_setup(void **state)
+{
+	struct hsr_test_fixture *f = calloc(1, sizeof(*f));
+
+	snprintf(f->tmp, sizeof(f->tmp), "/tmp/hsr-test-XXXXXX");
+	if (!mkdtemp(f->tmp))
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/rt", f->tmp);
+	f->daemon = hsr_test_daemon(f->dir, 0);
+	if (f->daemon < 0)
+		return -1;
+	f->c = hsr_test_attach(f->dir, 0, &f->attach);
+	if (!f->c)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+int hsr_test_teardown(void **state)
+{
+	struct hsr_test_fixture *f = *state;
+	char cmd[200];
+
+	hsr_client_free(f->c);
+	waitpid(f->attach, NULL, 0);
+	if (f->daemon > 0) { /* 0: a test saw it exit */
+		kill(f->daemon, SIGTERM);
+		waitpid(f->daemon, NULL, 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->tmp);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;

@@ -26,6 +26,19 @@ long hsr_test_rss_kb(pid_t pid);
 /* Returns VmHWM (the peak resident size) of pid in kB, or -1. */
 long hsr_test_hwm_kb(pid_t pid);
 
+/* A daemon (foreground, no idle exit) in a fresh directory and one
+ * attached client; the state of hsr_test_setup()/hsr_test_teardown(). */
+struct hsr_test_fixture {
+	char tmp[64];
+	char dir[96];  /* tmp/rt */
+	pid_t daemon;  /* 0 once a test has reaped it */
+	pid_t attach;
+	struct hsr_client *c;
+};
+
+int hsr_test_setup(void **state);
+int hsr_test_teardown(void **state);
+
 /* Everything a test collects about one command. */
 struct hsr_test_cmd {
 	uint64_t id;

@@ -3,6 +3,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,51 +21,7 @@
 
 #include "harness.h"
 
-struct fixture {
-	char tmp[64];
-	char dir[96];
-	pid_t daemon;
-	pid_t attach;
-	struct hsr_client *c;
-};
-
 static const char *const env_path[] = { "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", NULL };
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	snprintf(f->tmp, sizeof(f->tmp), "/tmp/hsr-test-XXXXXX");
-	if (!mkdtemp(f->tmp))
-		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/rt", f->tmp);
-	f->daemon = hsr_test_daemon(f->dir, 0);
-	if (f->daemon < 0)
-		return -1;
-	f->c = hsr_test_attach(f->dir, 0, &f->attach);
-	if (!f->c)
-		return -1;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	char cmd[200];
-
-	hsr_client_free(f->c);
-	waitpid(f->attach, NULL, 0);
-	if (f->daemon > 0) { /* 0: a test saw it exit */
-		kill(f->daemon, SIGTERM);
-		waitpid(f->daemon, NULL, 0);
-	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->tmp);
-	if (system(cmd) != 0)
-		return -1;
-	free(f);
-	return 0;
-}
 
 static int64_t mono_ms(void)
 {
@@ -99,7 +54,7 @@ static struct hsr_event next_event(struct hsr_client *c, int type)
 
 static void test_hello(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	struct hsr_msg m = { .type = HSR_F_HELLO, .vmin = 7, .vmax = 9 };
 	struct hsr_buf b;
 	char *argv[] = { (char *)hsr_test_runner(), "--attach", "--dir", f->dir, NULL };
@@ -145,7 +100,7 @@ static void test_hello(void **state)
 
 static void test_exit_codes(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *a0[] = { "true", NULL };
 	const char *a3[] = { "sh", "-c", "exit 3", NULL };
 	const char *aterm[] = { "sh", "-c", "kill -TERM $$", NULL };
@@ -174,7 +129,7 @@ static void test_exit_codes(void **state)
 
 static void test_cwd_env_argv(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *aenv[] = { "env", NULL };
 	const char *envp[] = { "A=1 2", "B=x=y", "EMPTY=", "PATH=/usr/bin:/bin", NULL };
 	const char *apwd[] = { "pwd", NULL };
@@ -198,7 +153,7 @@ static void test_cwd_env_argv(void **state)
 
 static void test_stdin(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *acat[] = { "cat", NULL };
 	const char *afd0[] = { "readlink", "/proc/self/fd/0", NULL };
 	struct hsr_exec_spec s = { .id = 9, .argv = acat, .envp = env_path, .grace_ms = -1,
@@ -231,7 +186,7 @@ static void test_stdin(void **state)
 
 static void test_state(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *a[] = { "sh", "-c", "echo out; echo 'cwd=/x' >&3; echo err >&2", NULL };
 	const char *nostate[] = { "sh", "-c", "echo x >&3", NULL };
 	struct hsr_exec_spec s = { .id = 5, .argv = a, .envp = env_path, .grace_ms = -1,
@@ -254,7 +209,7 @@ static void test_state(void **state)
 
 static void test_timeout(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *a1[] = { "sh", "-c", "sleep 1007 & sleep 1007", NULL };
 	const char *a2[] = { "sh", "-c", "setsid sleep 1008 & sleep 1", NULL };
 	const char *a3[] = { "sh", "-c", "setsid sleep 1011 &", NULL };
@@ -292,7 +247,7 @@ static void test_timeout(void **state)
 
 static void test_cancel_signal(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *a[] = { "sleep", "1009", NULL };
 	const char *b[] = { "sh", "-c", "trap 'echo got; exit 5' USR1; sleep 1013 & wait", NULL };
 	struct hsr_exec_spec s = { .id = 7, .argv = a, .envp = env_path, .grace_ms = 500,
@@ -324,7 +279,7 @@ static void test_cancel_signal(void **state)
 
 static void test_background_holder(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *a[] = { "sh", "-c", "sleep 1010 & echo hi", NULL };
 	struct hsr_test_cmd t;
 	int64_t t0 = mono_ms();
@@ -339,7 +294,7 @@ static void test_background_holder(void **state)
 
 static void test_errors(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *a[] = { "sleep", "1014", NULL };
 	struct hsr_exec_spec s = { .id = 77, .argv = a, .envp = env_path, .grace_ms = 100,
 				   .initial_credit = HSR_CREDIT_UNLIMITED };
@@ -375,7 +330,7 @@ static char *expected_lines(const char *name, int n)
  * including a command that finished while detached. */
 static void test_resume(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	char scripts[3][200], late[200], late_done[200];
 	const char *argv[4][4];
 	struct hsr_test_cmd t[4];
@@ -486,7 +441,7 @@ static void test_resume(void **state)
  * 500 MB flow through with bounded daemon memory. */
 static void test_flow_control(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	const char *big[] = { "head", "-c", "500000000", "/dev/zero", NULL };
 	const char *small[] = { "echo", "done", NULL };
 	struct hsr_exec_spec s = { .id = 1, .argv = big, .envp = env_path, .grace_ms = -1,
@@ -556,7 +511,7 @@ static void test_flow_control(void **state)
 /* Bounded output keeps the head and the tail and counts the rest. */
 static void test_bounded(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	char script[256], done[200];
 	const char *a[] = { "sh", "-c", script, NULL };
 	struct hsr_exec_spec s = { .id = 3, .argv = a, .envp = env_path, .grace_ms = -1,
@@ -612,7 +567,7 @@ static void test_bounded(void **state)
 
 static void test_files(void **state)
 {
-	struct fixture *f = *state;
+	struct hsr_test_fixture *f = *state;
 	char path[200], link[200];
 	size_t n = 300000;
 	uint8_t *data = malloc(n), *back = NULL;
@@ -661,203 +616,37 @@ static void test_files(void **state)
 	assert_int_equal(ev.type, HSR_EV_ERROR);
 	assert_int_equal(ev.code, HSR_E_FILE);
 	assert_int_equal(hsr_client_put_file(f->c, 54, "relative/path", 0600, "x", 1), -1);
+	/* Without syncs (scratch files) the file still replaces the target whole. */
+	assert_int_equal(hsr_client_put_file_flags(f->c, 55, path, 0600, "nosync", 6, HSR_PUT_NOSYNC), 0);
+	assert_int_equal(next_event(f->c, 0).type, HSR_EV_OK);
+	{
+		char buf[16] = "";
+		int fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(read(fd, buf, sizeof(buf)), 6);
+		close(fd);
+		assert_memory_equal(buf, "nosync", 6);
+	}
 	free(data);
 	free(back);
-}
-
-/* Feeds len bytes of stdin to command id in 64 KiB pieces. */
-static void feed(struct hsr_client *c, uint64_t id, size_t len)
-{
-	static char chunk[65536];
-
-	memset(chunk, 'x', sizeof(chunk));
-	for (size_t done = 0; done < len; done += sizeof(chunk))
-		assert_int_equal(hsr_client_stdin(c, id, chunk, sizeof(chunk)), 0);
-}
-
-/* 64 MiB flow through a command that reads; the daemon's peak memory
- * stays far below that. */
-static void test_stdin_large(void **state)
-{
-	struct fixture *f = *state;
-	const char *a[] = { "wc", "-c", NULL };
-	struct hsr_exec_spec s = { .id = 20, .argv = a, .envp = env_path, .grace_ms = -1,
-				   .stdin_pipe = 1, .initial_credit = HSR_CREDIT_UNLIMITED };
-	struct hsr_test_cmd t = { .id = 20 };
-	long rss0 = hsr_test_rss_kb(f->daemon);
-
-	assert_true(rss0 > 0);
-	assert_int_equal(hsr_client_exec(f->c, &s), 0);
-	feed(f->c, 20, 64u << 20);
-	assert_int_equal(hsr_client_stdin_eof(f->c, 20), 0);
-	assert_int_equal(hsr_test_collect(f->c, &t, 1, 60000), 0);
-	assert_int_equal(t.exit.exit_code, 0);
-	assert_string_equal(t.out[1], "67108864\n");
-	hsr_test_cmd_free(&t);
-	assert_true(hsr_test_hwm_kb(f->daemon) - rss0 < 24 * 1024);
-}
-
-/* A command that never reads its stdin: the daemon holds at most
- * HSR_STDIN_MAX of it, then refuses with HSR_E_LIMIT and closes it. */
-static void test_stdin_bound(void **state)
-{
-	struct fixture *f = *state;
-	const char *a[] = { "sh", "-c", "sleep 5; cat; echo eof", NULL };
-	struct hsr_exec_spec s = { .id = 21, .argv = a, .envp = env_path, .grace_ms = 100,
-				   .stdin_pipe = 1, .initial_credit = HSR_CREDIT_UNLIMITED };
-	struct hsr_test_cmd t = { .id = 21 };
-	long rss0 = hsr_test_rss_kb(f->daemon);
-	struct hsr_event ev;
-
-	assert_true(rss0 > 0);
-	assert_int_equal(hsr_client_exec(f->c, &s), 0);
-	feed(f->c, 21, 64u << 20);
-	ev = next_event(f->c, 0);
-	if (ev.type != HSR_EV_ERROR)
-		fail_msg("expected an ERROR, got event %d", ev.type);
-	assert_true(ev.id == 21);
-	assert_int_equal(ev.code, HSR_E_LIMIT);
-	assert_non_null(strstr(ev.message, "stdin"));
-	/* Later bytes are dropped without another answer; a PING proves
-	 * they were all handled. */
-	feed(f->c, 21, 1u << 20);
-	assert_int_equal(hsr_client_ping(f->c, 5), 0);
-	ev = next_event(f->c, 0);
-	assert_int_equal(ev.type, HSR_EV_PONG);
-	assert_true(hsr_test_hwm_kb(f->daemon) - rss0 < 24 * 1024);
-	/* The command got end of file after what the pipe held. */
-	assert_int_equal(hsr_test_collect(f->c, &t, 1, 20000), 0);
-	assert_int_equal(t.exit.exit_code, 0);
-	assert_true(t.len[1] >= 4 && strcmp(t.out[1] + t.len[1] - 4, "eof\n") == 0);
-	assert_true(t.len[1] - 4 <= HSR_STDIN_MAX + (1u << 20));
-	hsr_test_cmd_free(&t);
-}
-
-static int dir_entries(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-	closedir(d);
-	return n;
-}
-
-/* SHUTDOWN kills running commands within its grace (shorter than their
- * own), leftovers included, and answers only when all are gone; the
- * daemon then has exited and left an empty runtime directory. */
-static void test_shutdown(void **state)
-{
-	struct fixture *f = *state;
-	const char *a[] = { "sleep", "1009", NULL };
-	const char *b[] = { "sh", "-c", "trap '' TERM; setsid sleep 1022 & sleep 1022", NULL };
-	struct hsr_exec_spec s = { .id = 30, .argv = a, .envp = env_path, .grace_ms = -1,
-				   .initial_credit = HSR_CREDIT_UNLIMITED };
-	char path[200];
-	struct stat st;
-	int64_t t0;
-	pid_t r = 0;
-
-	assert_int_equal(hsr_client_exec(f->c, &s), 0);
-	s.id = 31;
-	s.argv = b;
-	s.grace_ms = 20000;
-	assert_int_equal(hsr_client_exec(f->c, &s), 0);
-	/* A finished, unacknowledged command is no obstacle. */
-	s.id = 32;
-	s.argv = (const char *const[]){ "true", NULL };
-	assert_int_equal(hsr_client_exec(f->c, &s), 0);
-	usleep(300000);
-	assert_int_equal(hsr_test_count_procs("sleep 1009"), 1);
-	assert_int_equal(hsr_test_count_procs("sleep 1022"), 2);
-	t0 = mono_ms();
-	assert_int_equal(hsr_client_shutdown(f->c, 300), 0);
-	assert_true(mono_ms() - t0 < 3000);
-	/* Answered only once every process was gone. */
-	assert_int_equal(hsr_test_count_procs("sleep 1009"), 0);
-	assert_int_equal(hsr_test_count_procs("sleep 1022"), 0);
-	snprintf(path, sizeof(path), "%s/sock", f->dir);
-	assert_int_equal(lstat(path, &st), -1);
-	snprintf(path, sizeof(path), "%s/lock", f->dir);
-	assert_int_equal(lstat(path, &st), -1);
-	assert_int_equal(dir_entries(f->dir), 0);
-	for (int i = 0; i < 200 && (r = waitpid(f->daemon, NULL, WNOHANG)) == 0; i++)
-		usleep(10000);
-	assert_int_equal(r, f->daemon);
-	f->daemon = 0;
-}
-
-/* A daemon that predates SHUTDOWN answers ERROR 1 to the unknown frame;
- * the client reports that as ENOTSUP.  Played by a fake daemon. */
-static void test_shutdown_unsupported(void **state)
-{
-	struct hsr_client *c;
-	char err[256];
-	int sv[2];
-	pid_t pid;
-
-	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct hsr_msg hello = { .type = HSR_F_HELLO, .vmin = 1, .vmax = 1, .str = "0.0.1",
-					 .str_len = 5 };
-		struct hsr_msg e = { .type = HSR_F_ERROR, .code = HSR_E_PROTO,
-				     .str = "malformed UNKNOWN frame", .str_len = 23 };
-		struct hsr_decoder d;
-		struct hsr_frame fr;
-		struct hsr_buf b;
-		uint8_t buf[4096];
-		int frames = 0;
-		ssize_t n;
-
-		close(sv[0]);
-		hsr_decoder_init(&d, 0);
-		hsr_buf_init(&b);
-		while ((n = read(sv[1], buf, sizeof(buf))) > 0) {
-			hsr_decoder_feed(&d, buf, (size_t)n);
-			while (hsr_decoder_next(&d, &fr) == 1)
-				hsr_msg_encode(&b, frames++ ? &e : &hello, 1);
-			if (b.len && write(sv[1], b.data, b.len) != (ssize_t)b.len)
-				_exit(1);
-			b.len = 0;
-		}
-		_exit(0);
-	}
-	close(sv[1]);
-	assert_int_equal(hsr_client_open(sv[0], &c, err, sizeof(err)), 0);
-	errno = 0;
-	assert_int_equal(hsr_client_shutdown(c, -1), -1);
-	assert_int_equal(errno, ENOTSUP);
-	hsr_client_free(c);
-	waitpid(pid, NULL, 0);
 }
 
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hello, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cwd_env_argv, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdin, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cancel_signal, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_background_holder, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_resume, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_flow_control, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdin_large, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stdin_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shutdown, setup, teardown),
-		cmocka_unit_test(test_shutdown_unsupported),
+		cmocka_unit_test_setup_teardown(test_hello, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_exit_codes, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_cwd_env_argv, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_stdin, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_state, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_timeout, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_signal, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_background_holder, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_errors, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_resume, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_flow_control, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_bounded, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_files, hsr_test_setup, hsr_test_teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
