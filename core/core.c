@@ -195,8 +195,9 @@ host_assess_mount(void *ctx, const char *spec, struct hs_mount *out, char *err)
 
 /*
  * A risk only the plugin can see (a privileged container, say).  It is judged
- * under the configured approval mode: approve grants it unless hardline; ask
- * and deny refuse here, since an open() has no one to put the question to.
+ * under the configured approval mode: approve grants it unless it is hardline
+ * or critical; ask and deny refuse here, since an open() has no one to put
+ * the question to.
  */
 static int32_t
 host_approve(void *ctx, const char *session, const struct hs_risk *risk, char *err)
@@ -204,10 +205,12 @@ host_approve(void *ctx, const char *session, const struct hs_risk *risk, char *e
 	struct hs_backend *b = ctx;
 	const char *mode = "ask";
 	hs_conf_string(b->core->conf, "approval", &mode);
-	if (!risk->hardline && strcmp(mode, "approve") == 0)
+	if (!risk->hardline && !risk->critical && strcmp(mode, "approve") == 0)
 		return HS_OK;
 	snprintf(err, HS_ERR_MAX, "'%s' (%s) %s", risk->rule_id, risk->description ? risk->description : "",
-	         risk->hardline ? "is never allowed" : "needs approval; allow it with --approval approve");
+	         risk->hardline ? "is never allowed"
+	         : risk->critical ? "hands over the host: approve mode never grants it"
+	         : "needs approval; allow it with --approval approve");
 	return HS_E_DENIED;
 }
 

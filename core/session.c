@@ -244,6 +244,9 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	req->spec->env_name = have ? rec->env_name : ename;
 	if (req->persistent)
 		req->spec->flags |= HS_SPEC_PERSISTENT;
+	int64_t idle = 0;
+	if (hs_conf_int(c->conf, "runner_idle", &idle) == 0 && idle > 0 && idle < INT32_MAX)
+		req->spec->runner_idle_s = (int32_t)idle;
 	if (hs_conn_open(cn, be, req->spec, err, errlen) != HS_OK)
 		goto fail;
 	if (req->name) {

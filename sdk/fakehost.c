@@ -150,7 +150,7 @@ fh_approve(void *ctx, const char *session, const struct hs_risk *risk, char *err
 {
 	struct hs_fakehost *fh = ctx;
 	fh->approvals++;
-	if (fh->approval != HS_OK || risk->hardline) {
+	if (fh->approval != HS_OK || risk->hardline || risk->critical) {
 		snprintf(err, HS_ERR_MAX, "'%s' denied by the fake host", risk->rule_id);
 		return HS_E_DENIED;
 	}

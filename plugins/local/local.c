@@ -36,7 +36,6 @@ struct lo_env {
 static const struct hs_config_key lo_keys[] = {
 	{ "isolation", HS_CONF_STRING, "\"none\" or \"namespaces\"" },
 	{ "shell", HS_CONF_STRING, "the session shell (default: bash when present, else sh)" },
-	{ "idle", HS_CONF_INT, "seconds an idle session runner lives (default 600)" },
 	{ NULL, 0, NULL },
 };
 
@@ -151,9 +150,8 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	}
 	env->st = st;
 	env->idle = 600;
-	int64_t idle;
-	if (st->host->config_int(st->host->ctx, "idle", &idle) == HS_OK && idle > 0)
-		env->idle = idle;
+	if (spec->runner_idle_s > 0)
+		env->idle = spec->runner_idle_s;
 	int n = snprintf(env->dir, sizeof(env->dir), "%s/%s", st->host->runtime_dir, spec->env_name);
 	if (n < 0 || (size_t)n >= sizeof(env->dir) - 16) {
 		snprintf(err, HS_ERR_MAX, "runtime directory path for '%s' is too long", spec->env_name);

@@ -171,7 +171,8 @@ struct hs_risk {
 	const char *rule_id;     /* e.g. "docker.privileged" */
 	const char *description; /* one line for the person approving */
 	int32_t hardline;        /* non-zero: never granted, in any mode */
-	int32_t reserved;
+	int32_t critical;        /* non-zero: hands over the host (privileged, host pid,
+	                            the docker socket): approve mode never grants it */
 };
 
 /* Result of credential-mode resolution (hs_host_v1.resolve_credentials). */
@@ -257,7 +258,7 @@ struct hs_env_spec {
 	const char *network;        /* "none" (default) or a network name */
 	int64_t memory_bytes;       /* 0: no limit */
 	int32_t cpus_milli;         /* 0: no limit; 1500 = 1.5 CPUs */
-	int32_t reserved1;
+	int32_t runner_idle_s;      /* seconds an unattached, idle runner lives; 0: default */
 	const char *workdir;        /* host workspace directory, if any */
 };
 
