@@ -28,6 +28,11 @@ struct hs_pathset {
 	const char **pats;
 	size_t n;
 	size_t cap;
+	/* Built once loading is done (hs_policy_index): per pattern, after a
+	 * leading '!', the length of its literal prefix and whether it is all
+	 * literal; a path that differs there cannot match, sparing fnmatch(). */
+	size_t *litlen;
+	unsigned char *literal;
 };
 
 struct hs_pred {
@@ -36,6 +41,8 @@ struct hs_pred {
 	size_t arglen;
 	const struct hs_pathset *set;  /* HS_P_PATH, HS_P_UNDER */
 	struct hs_pred *inner;         /* HS_P_MOUNT, HS_P_VALUE */
+	size_t litlen;                 /* HS_P_GLOB: length of the literal prefix of arg */
+	int literal;                   /* HS_P_GLOB: arg has no glob or escape character */
 };
 
 struct hs_predlist {
@@ -58,6 +65,14 @@ struct hs_flaglist {
 struct hs_strlist {
 	const char **v;
 	size_t n;
+	/*
+	 * NULL when no entry is a glob; else per entry 1 when it is one (as a
+	 * program name, see hs_strlist_glob()) and litlen[] its literal prefix.
+	 */
+	const unsigned char *glob;
+	const size_t *litlen;
+	/* Bit c set: an entry could match a name starting with byte c. */
+	unsigned char first[32];
 };
 
 enum hs_writes { HS_WR_NONE = 0, HS_WR_ARGS, HS_WR_LAST, HS_WR_KV };
@@ -108,10 +123,40 @@ struct hs_policy {
 	size_t n_generic;
 };
 
-/* Rules to try for prog: calls fn(rule index) for each candidate. */
-void hs_policy_candidates(const struct hs_policy *p, const char *prog,
-			  void (*fn)(void *ctx, size_t ri), void *ctx);
+/* What the index knows of one program name (policy-index.c). */
+struct hs_pidx {
+	const char *name;
+	size_t *rules;                    /* rules naming it exactly, in rule order */
+	size_t n, cap;
+	const struct hs_progdecl *decl;   /* its (last) declaration, or NULL */
+};
+
+/* Build the matching tables once every file is read; -1 when out of memory. */
+int hs_policy_index(struct hs_policy *p);
+/* 1 when the resolver's wrapper table is sorted for bsearch() (checked by the tests). */
+int hs_resolve_table_sorted(void);
+/* Free what hs_policy_index() allocated. */
+void hs_policy_index_free(struct hs_policy *p);
+/* The index entry of prog, or NULL when no rule or declaration names it. */
+const struct hs_pidx *hs_policy_prog(const struct hs_policy *p, const char *prog);
 const struct hs_progdecl *hs_policy_decl(const struct hs_policy *p, const char *prog);
+/* Grow a malloc'ed array to hold n + 1 elements; NULL when out of memory. */
+void *hs_grow(void *arr, size_t *cap, size_t n, size_t elem);
+/* Length of the literal prefix of a glob pattern (up to *, ?, [ or \). */
+size_t hs_glob_litlen(const char *pat);
+/* Do s and pat agree on pat's first n bytes (n from hs_glob_litlen())? */
+static inline int
+hs_prefix_eq(const char *pat, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (pat[i] != s[i])
+			return 0;
+	return 1;
+}
+/* Fill l->glob, l->litlen (from arena a) and l->first; -1 when out of memory. */
+int hs_strlist_glob(struct hs_arena *a, struct hs_strlist *l);
 
 /* ---- analysis (analyse.c) ---- */
 

@@ -75,13 +75,6 @@ sb_utf8(struct hs_sh_parser *p, struct sb *b, unsigned long cp)
 	}
 }
 
-int
-hs_sh_is_meta(int c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' ||
-	       c == '|' || c == '<' || c == '>' || c == '(' || c == ')';
-}
-
 static int
 hexval(int c)
 {

@@ -4,10 +4,11 @@
 noinst_LIBRARIES += core/safety/libhssafety.a
 core_safety_libhssafety_a_SOURCES = \
 	core/safety/arena.c core/safety/arena.h \
-	core/safety/shparse.h core/safety/lex.c core/safety/parse.c \
+	core/safety/shparse.h core/safety/lex.c core/safety/parse.c core/safety/parse-redir.c \
 	core/safety/internal.h core/safety/safety.h \
 	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c \
 	core/safety/match.c core/safety/pred.c core/safety/sql.c core/safety/policy.c \
+	core/safety/policy-index.c \
 	core/safety/mounts.c core/safety/mounts.h \
 	core/safety/allowlist.c core/safety/allowlist.h \
 	core/safety/prompt.c core/safety/prompt.h \

@@ -10,7 +10,6 @@
  * fields of a rule must hold (see hs-policy(5)).
  */
 #include <fnmatch.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "core/safety/internal.h"
@@ -194,14 +193,25 @@ pred_all(const struct mctx *m, const struct hs_predlist *pl, const char *const *
 	return 1;
 }
 
+/*
+ * prog equals an entry of l, or matches one that is a glob.  Entries that
+ * differ in their literal prefix cannot match, so fnmatch() is rarely run.
+ */
 static int
 prog_in(const struct hs_strlist *l, const char *prog)
 {
 	size_t k;
+	const char *v;
 
-	for (k = 0; k < l->n; k++)
-		if (!strcmp(l->v[k], prog) || (strpbrk(l->v[k], "*?[") && !fnmatch(l->v[k], prog, 0)))
+	if (!(l->first[(unsigned char)prog[0] >> 3] & (1u << ((unsigned char)prog[0] & 7))))
+		return 0;
+	for (k = 0; k < l->n; k++) {
+		v = l->v[k];
+		if (v[0] == prog[0] && !strcmp(v, prog))
 			return 1;
+		if (l->glob && l->glob[k] && hs_prefix_eq(v, prog, l->litlen[k]) && !fnmatch(v, prog, 0))
+			return 1;
+	}
 	return 0;
 }
 
@@ -274,8 +284,9 @@ compute_targets(struct mctx *m)
 				add_target(pa->writes, &pa->nwrites, pa->opts[i].value);
 }
 
+/* indexed: r came from the program index, so it names c->prog exactly. */
 static int
-rule_matches(struct mctx *m, const struct hs_rule *r)
+rule_matches(struct mctx *m, const struct hs_rule *r, int indexed)
 {
 	const struct hs_cmd *c = m->c;
 	struct parsed *pa = &m->pa;
@@ -285,7 +296,7 @@ rule_matches(struct mctx *m, const struct hs_rule *r)
 	const char *vals[MAX_OPTS];
 	int nvals = 0;
 
-	if (r->programs.n && !prog_in(&r->programs, c->prog))
+	if (!indexed && r->programs.n && !prog_in(&r->programs, c->prog))
 		return 0;
 	if (r->programs_not.n && prog_in(&r->programs_not, c->prog))
 		return 0;
@@ -339,29 +350,36 @@ rule_matches(struct mctx *m, const struct hs_rule *r)
 }
 
 static void
-try_rule(void *ctx, size_t ri)
+try_rule(struct mctx *m, size_t ri, int indexed)
 {
-	struct mctx *m = ctx;
 	const struct hs_rule *r = &m->x->pol->rules[ri];
 
 	if (m->x->ctx == HS_CONTEXT_SANDBOX && !r->host_scope)
 		return;
-	if (rule_matches(m, r))
+	if (rule_matches(m, r, indexed))
 		hs_add_finding(m->x, r, m->c);
 }
 
 void
 hs_match_cmd(struct hs_actx *x, const struct hs_cmd *c)
 {
+	const struct hs_policy *p = x->pol;
+	const struct hs_pidx *e = hs_policy_prog(p, c->prog);
 	struct mctx m;
+	size_t k;
 
 	m.x = x;
 	m.c = c;
-	m.decl = c->prog[0] ? hs_policy_decl(x->pol, c->prog) : NULL;
+	m.decl = e ? e->decl : NULL;
 	m.pa.nopt = m.pa.npos = m.pa.nwrites = m.pa.nreads = m.pa.nredirs = 0;
 	parse_argv(&m);
 	compute_targets(&m);
-	hs_policy_candidates(x->pol, c->prog, try_rule, &m);
+	/* Rules indexed under the program name first, then the generic ones. */
+	if (e)
+		for (k = 0; k < e->n; k++)
+			try_rule(&m, e->rules[k], 1);
+	for (k = 0; k < p->n_generic; k++)
+		try_rule(&m, p->generic[k], 0);
 }
 
 static size_t
@@ -396,6 +414,18 @@ put_arg(char *buf, size_t pos, size_t cap, const char *s)
 	return pos;
 }
 
+/* snprintf(dst, cap, "%s", s) without the formatting machinery. */
+static void
+copy_str(char *dst, size_t cap, const char *s)
+{
+	size_t l = strlen(s);
+
+	if (l >= cap)
+		l = cap - 1;
+	memcpy(dst, s, l);
+	dst[l] = '\0';
+}
+
 void
 hs_add_finding(struct hs_actx *x, const struct hs_rule *r, const struct hs_cmd *c)
 {
@@ -410,10 +440,10 @@ hs_add_finding(struct hs_actx *x, const struct hs_rule *r, const struct hs_cmd *
 	if (out->n_findings >= HS_MAX_FINDINGS)
 		return;
 	f = &out->findings[out->n_findings++];
-	snprintf(f->rule_id, sizeof(f->rule_id), "%s", r->id);
+	copy_str(f->rule_id, sizeof(f->rule_id), r->id);
 	f->hardline = r->hardline;
 	f->host_scope = r->host_scope;
-	snprintf(f->description, sizeof(f->description), "%s", r->description);
+	copy_str(f->description, sizeof(f->description), r->description);
 	cap = sizeof(f->argv_norm);
 	if (c->prog[0])
 		pos = put_arg(f->argv_norm, pos, cap, c->prog);

@@ -23,24 +23,20 @@ enum kw {
 
 static const struct {
 	const char *word;
+	size_t len;
 	enum kw kw;
 } keywords[] = {
-	{ "if", KW_IF }, { "then", KW_THEN }, { "elif", KW_ELIF }, { "else", KW_ELSE },
-	{ "fi", KW_FI }, { "while", KW_WHILE }, { "until", KW_UNTIL }, { "do", KW_DO },
-	{ "done", KW_DONE }, { "for", KW_FOR }, { "select", KW_SELECT }, { "in", KW_IN },
-	{ "case", KW_CASE }, { "esac", KW_ESAC }, { "function", KW_FUNCTION },
-	{ "{", KW_LBRACE }, { "}", KW_RBRACE }, { "!", KW_BANG }, { "[[", KW_DBRACKET },
-	{ "time", KW_TIME },
+	{ "if", 2, KW_IF }, { "then", 4, KW_THEN }, { "elif", 4, KW_ELIF }, { "else", 4, KW_ELSE },
+	{ "fi", 2, KW_FI }, { "while", 5, KW_WHILE }, { "until", 5, KW_UNTIL }, { "do", 2, KW_DO },
+	{ "done", 4, KW_DONE }, { "for", 3, KW_FOR }, { "select", 6, KW_SELECT }, { "in", 2, KW_IN },
+	{ "case", 4, KW_CASE }, { "esac", 4, KW_ESAC }, { "function", 8, KW_FUNCTION },
+	{ "{", 1, KW_LBRACE }, { "}", 1, KW_RBRACE }, { "!", 1, KW_BANG }, { "[[", 2, KW_DBRACKET },
+	{ "time", 4, KW_TIME },
 };
 
-struct hs_sh_heredoc {
-	struct hs_sh_redir *r;
-	const char *delim;
-	size_t dlen;
-	int strip;
-	int quoted;
-	struct hs_sh_heredoc *next;
-};
+/* The longest keyword, and the characters keywords start with. */
+#define KW_MAXLEN 8
+#define KW_FIRST "itefwudsc{}!["
 
 void
 hs_sh_fail(struct hs_sh_parser *p, const char *msg)
@@ -80,22 +76,25 @@ new_node(struct hs_sh_parser *p, int kind)
 static enum kw
 peek_kw(struct hs_sh_parser *p, size_t *len)
 {
-	size_t j = p->i, k;
+	size_t j = p->i, k, l;
 	char c;
 
+	/* Most words start with no keyword's first letter (and a NUL is none either). */
+	if (j >= p->n || !p->s[j] || !strchr(KW_FIRST, p->s[j]))
+		return KW_NONE;
 	while (j < p->n) {
 		c = p->s[j];
 		if (hs_sh_is_meta((unsigned char)c))
 			break;
 		if (c == '\'' || c == '"' || c == '\\' || c == '$' || c == '`')
 			return KW_NONE;
-		j++;
+		if (++j - p->i > KW_MAXLEN)
+			return KW_NONE; /* too long for a keyword */
 	}
-	if (j == p->i || j - p->i > 8)
-		return KW_NONE;
+	l = j - p->i;
 	for (k = 0; k < sizeof(keywords) / sizeof(keywords[0]); k++) {
-		if (strlen(keywords[k].word) == j - p->i && !memcmp(keywords[k].word, p->s + p->i, j - p->i)) {
-			*len = j - p->i;
+		if (keywords[k].len == l && !memcmp(keywords[k].word, p->s + p->i, l)) {
+			*len = l;
 			return keywords[k].kw;
 		}
 	}
@@ -103,233 +102,18 @@ peek_kw(struct hs_sh_parser *p, size_t *len)
 }
 
 static void
-skip_blanks(struct hs_sh_parser *p)
-{
-	while (p->i < p->n) {
-		char c = p->s[p->i];
-
-		if (c == ' ' || c == '\t' || c == '\r') {
-			p->i++;
-		} else if (c == '\\' && p->i + 1 < p->n && p->s[p->i + 1] == '\n') {
-			p->i += 2;
-		} else if (c == '#') {
-			while (p->i < p->n && p->s[p->i] != '\n')
-				p->i++;
-		} else {
-			break;
-		}
-	}
-}
-
-static void
-read_heredoc(struct hs_sh_parser *p, struct hs_sh_heredoc *h)
-{
-	size_t ls, le, next, cap = 0, len = 0;
-	char *body = NULL, *nb;
-
-	while (p->i < p->n) {
-		ls = p->i;
-		le = ls;
-		while (le < p->n && p->s[le] != '\n')
-			le++;
-		next = le < p->n ? le + 1 : le;
-		if (h->strip)
-			while (ls < le && p->s[ls] == '\t')
-				ls++;
-		p->i = next;
-		if (le - ls == h->dlen && !memcmp(p->s + ls, h->delim, h->dlen))
-			break;
-		if (len + (le - ls) + 2 > cap) {
-			cap = (len + (le - ls) + 2) * 2;
-			nb = hs_arena_alloc(p->a, cap);
-			if (!nb) {
-				hs_sh_fail(p, "input too large");
-				return;
-			}
-			if (len)
-				memcpy(nb, body, len);
-			body = nb;
-		}
-		memcpy(body + len, p->s + ls, le - ls);
-		len += le - ls;
-		body[len++] = '\n';
-	}
-	if (h->quoted)
-		h->r->body = hs_sh_word_lit(p->a, body ? body : "", len);
-	else
-		h->r->body = hs_sh_lex_heredoc(p, body ? body : "", len);
-	if (!h->r->body)
-		hs_sh_fail(p, "input too large");
-}
-
-/* Consume a newline; heredoc bodies start on the line after their operator. */
-static void
-eat_newline(struct hs_sh_parser *p)
-{
-	struct hs_sh_heredoc *h;
-
-	p->i++;
-	while ((h = p->hd_head) && !p->err) {
-		p->hd_head = h->next;
-		if (!p->hd_head)
-			p->hd_tail = &p->hd_head;
-		read_heredoc(p, h);
-	}
-}
-
-static void
 skip_ws_nl(struct hs_sh_parser *p)
 {
 	for (;;) {
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->i < p->n && p->s[p->i] == '\n' && !p->err)
-			eat_newline(p);
+			hs_sh_eat_newline(p);
 		else
 			break;
 	}
 }
 
-static int
-is_redir_start(struct hs_sh_parser *p)
-{
-	size_t j = p->i;
-
-	while (j < p->n && isdigit((unsigned char)p->s[j]))
-		j++;
-	if (j >= p->n)
-		return 0;
-	if (p->s[j] == '&')
-		return j == p->i && j + 1 < p->n && p->s[j + 1] == '>';
-	if (p->s[j] != '<' && p->s[j] != '>')
-		return 0;
-	/* <( and >( without a descriptor are process substitutions, not redirections. */
-	if (j == p->i && j + 1 < p->n && p->s[j + 1] == '(')
-		return 0;
-	return 1;
-}
-
-static int
-is_fd_word(const struct hs_sh_word *w)
-{
-	size_t i;
-
-	if (w->len == 1 && w->s[0] == '-')
-		return 1;
-	for (i = 0; i < w->len; i++)
-		if (!isdigit((unsigned char)w->s[i]))
-			return 0;
-	return w->len > 0;
-}
-
-static void
-parse_redirect(struct hs_sh_parser *p, struct hs_sh_redir ***tail)
-{
-	struct hs_sh_redir *r = hs_arena_zalloc(p->a, sizeof(*r));
-	struct hs_sh_heredoc *h;
-	int fd = -1, strip = 0;
-	const char *s = p->s;
-
-	if (!r) {
-		hs_sh_fail(p, "input too large");
-		return;
-	}
-	while (p->i < p->n && isdigit((unsigned char)s[p->i])) {
-		fd = (fd < 0 ? 0 : fd) * 10 + (s[p->i] - '0');
-		if (fd > 99999)
-			fd = 99999;
-		p->i++;
-	}
-	if (s[p->i] == '&') {
-		p->i += 2;
-		r->op = HS_R_ALL;
-		if (p->i < p->n && s[p->i] == '>') {
-			r->op = HS_R_ALL_APPEND;
-			p->i++;
-		}
-	} else if (s[p->i] == '<') {
-		p->i++;
-		r->op = HS_R_IN;
-		if (p->i < p->n && s[p->i] == '<') {
-			p->i++;
-			if (p->i < p->n && s[p->i] == '<') {
-				r->op = HS_R_HERESTR;
-				p->i++;
-			} else {
-				r->op = HS_R_HEREDOC;
-				if (p->i < p->n && s[p->i] == '-') {
-					strip = 1;
-					p->i++;
-				}
-			}
-		} else if (p->i < p->n && s[p->i] == '>') {
-			r->op = HS_R_RW;
-			p->i++;
-		} else if (p->i < p->n && s[p->i] == '&') {
-			r->op = HS_R_DUP_IN;
-			p->i++;
-		}
-	} else {
-		p->i++;
-		r->op = HS_R_OUT;
-		if (p->i < p->n && s[p->i] == '>') {
-			r->op = HS_R_APPEND;
-			p->i++;
-		} else if (p->i < p->n && s[p->i] == '|') {
-			r->op = HS_R_CLOBBER;
-			p->i++;
-		} else if (p->i < p->n && s[p->i] == '&') {
-			r->op = HS_R_DUP_OUT;
-			p->i++;
-		}
-	}
-	r->fd = fd;
-	skip_blanks(p);
-	if (p->i >= p->n || (hs_sh_is_meta((unsigned char)s[p->i]) &&
-	    !((s[p->i] == '<' || s[p->i] == '>') && p->i + 1 < p->n && s[p->i + 1] == '('))) {
-		hs_sh_fail(p, "missing redirection target");
-		return;
-	}
-	r->target = hs_sh_lex_word(p);
-	if (!r->target)
-		return;
-	r->target->next = NULL;
-	/* ">& file" (no descriptor) sends both streams to the file, like &>. */
-	if (r->op == HS_R_DUP_OUT && !is_fd_word(r->target) && (fd == -1 || fd == 1))
-		r->op = HS_R_ALL;
-	if (r->op == HS_R_HEREDOC) {
-		h = hs_arena_zalloc(p->a, sizeof(*h));
-		if (!h) {
-			hs_sh_fail(p, "input too large");
-			return;
-		}
-		h->r = r;
-		h->delim = r->target->s;
-		h->dlen = r->target->len;
-		h->strip = strip;
-		h->quoted = !!(r->target->flags & HS_W_QUOTED);
-		*p->hd_tail = h;
-		p->hd_tail = &h->next;
-	}
-	**tail = r;
-	*tail = &r->next;
-}
-
 static struct hs_sh_node *parse_command(struct hs_sh_parser *p);
-
-static void
-parse_trailing_redirs(struct hs_sh_parser *p, struct hs_sh_node *n)
-{
-	struct hs_sh_redir **rt = &n->redirs;
-
-	while (*rt)
-		rt = &(*rt)->next;
-	for (;;) {
-		skip_blanks(p);
-		if (p->err || p->i >= p->n || !is_redir_start(p))
-			return;
-		parse_redirect(p, &rt);
-	}
-}
 
 static void
 append(struct hs_sh_node *parent, struct hs_sh_node ***tail, struct hs_sh_node *c)
@@ -456,24 +240,24 @@ parse_for(struct hs_sh_parser *p, struct hs_sh_node *b)
 	struct hs_sh_word **wt = &b->words, *w;
 	size_t len = 0;
 
-	skip_blanks(p);
+	hs_sh_skip_blanks(p);
 	if (p->i + 1 < p->n && p->s[p->i] == '(' && p->s[p->i + 1] == '(') {
 		skip_arith(p);
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->i < p->n && p->s[p->i] == ';')
 			p->i++;
 		return p->err ? NULL : parse_loop_body(p, b, &b->child);
 	}
 	if (!hs_sh_lex_word(p))
 		return NULL;
-	skip_blanks(p);
+	hs_sh_skip_blanks(p);
 	if (p->i < p->n && p->s[p->i] == ';')
 		p->i++;
 	skip_ws_nl(p);
 	if (peek_kw(p, &len) == KW_IN) {
 		p->i += len;
 		for (;;) {
-			skip_blanks(p);
+			hs_sh_skip_blanks(p);
 			if (p->err || p->i >= p->n || p->s[p->i] == ';' || p->s[p->i] == '\n')
 				break;
 			if (hs_sh_is_meta((unsigned char)p->s[p->i]) &&
@@ -499,7 +283,7 @@ parse_case(struct hs_sh_parser *p, struct hs_sh_node *b)
 	struct hs_sh_word *w;
 	size_t len = 0, start;
 
-	skip_blanks(p);
+	hs_sh_skip_blanks(p);
 	w = hs_sh_lex_word(p);
 	if (!w)
 		return NULL;
@@ -522,7 +306,7 @@ parse_case(struct hs_sh_parser *p, struct hs_sh_node *b)
 		if (p->s[p->i] == '(')
 			p->i++;
 		for (;;) {
-			skip_blanks(p);
+			hs_sh_skip_blanks(p);
 			if (p->i >= p->n) {
 				hs_sh_fail(p, "missing ')' in case pattern");
 				return NULL;
@@ -574,7 +358,7 @@ parse_dbracket(struct hs_sh_parser *p, struct hs_sh_node *n)
 	}
 	add_words(p, &wt, w);
 	for (;;) {
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->i >= p->n || p->s[p->i] == '\n') {
 			hs_sh_fail(p, "missing ']]'");
 			return NULL;
@@ -615,7 +399,7 @@ parse_simple(struct hs_sh_parser *p)
 	at = &n->assigns;
 	rt = &n->redirs;
 	for (;;) {
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->err || p->i >= p->n)
 			break;
 		c = p->s[p->i];
@@ -623,15 +407,15 @@ parse_simple(struct hs_sh_parser *p)
 			break;
 		if (c == '&' && !(p->i + 1 < p->n && p->s[p->i + 1] == '>'))
 			break;
-		if (is_redir_start(p)) {
-			parse_redirect(p, &rt);
+		if (hs_sh_is_redir_start(p)) {
+			hs_sh_parse_redirect(p, &rt);
 			continue;
 		}
 		if (c == '(') {
 			if (n->words && !n->words->next && !n->assigns) {
 				/* name () compound-command */
 				p->i++;
-				skip_blanks(p);
+				hs_sh_skip_blanks(p);
 				if (p->i >= p->n || p->s[p->i] != ')') {
 					hs_sh_fail(p, "bad function definition");
 					return NULL;
@@ -723,14 +507,14 @@ parse_compound(struct hs_sh_parser *p, enum kw kw, size_t klen)
 			return NULL;
 		break;
 	case KW_FUNCTION:
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		name = hs_sh_lex_word(p);
 		if (!name)
 			return NULL;
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->i + 1 < p->n && p->s[p->i] == '(') {
 			p->i++;
-			skip_blanks(p);
+			hs_sh_skip_blanks(p);
 			if (p->i >= p->n || p->s[p->i] != ')') {
 				hs_sh_fail(p, "bad function definition");
 				return NULL;
@@ -759,7 +543,7 @@ parse_compound(struct hs_sh_parser *p, enum kw kw, size_t klen)
 		return NULL;
 	}
 	(void)len;
-	parse_trailing_redirs(p, b);
+	hs_sh_parse_trailing_redirs(p, b);
 	return p->err ? NULL : b;
 }
 
@@ -774,7 +558,7 @@ parse_command(struct hs_sh_parser *p)
 		hs_sh_fail(p, "nesting too deep");
 		return NULL;
 	}
-	skip_blanks(p);
+	hs_sh_skip_blanks(p);
 	kw = peek_kw(p, &klen);
 	switch (kw) {
 	case KW_LBRACE: case KW_IF: case KW_WHILE: case KW_UNTIL: case KW_FOR:
@@ -787,7 +571,7 @@ parse_command(struct hs_sh_parser *p)
 				skip_arith(p);
 				n = p->err ? NULL : new_node(p, HS_SH_CMD);
 				if (n)
-					parse_trailing_redirs(p, n);
+					hs_sh_parse_trailing_redirs(p, n);
 				break;
 			}
 			p->i++;
@@ -803,7 +587,7 @@ parse_command(struct hs_sh_parser *p)
 				break;
 			}
 			p->i++;
-			parse_trailing_redirs(p, n);
+			hs_sh_parse_trailing_redirs(p, n);
 			break;
 		}
 		n = parse_simple(p);
@@ -819,11 +603,11 @@ parse_pipeline(struct hs_sh_parser *p)
 	size_t klen = 0;
 	enum kw kw;
 
-	skip_blanks(p);
+	hs_sh_skip_blanks(p);
 	kw = peek_kw(p, &klen);
 	if (kw == KW_BANG || kw == KW_TIME) {
 		p->i += klen;
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (kw == KW_TIME && p->i + 1 < p->n && p->s[p->i] == '-' && p->s[p->i + 1] == 'p' &&
 		    (p->i + 2 >= p->n || hs_sh_is_meta((unsigned char)p->s[p->i + 2])))
 			p->i += 2;
@@ -832,7 +616,7 @@ parse_pipeline(struct hs_sh_parser *p)
 	if (!first)
 		return NULL;
 	for (;;) {
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->err || p->i >= p->n || p->s[p->i] != '|' || (p->i + 1 < p->n && p->s[p->i + 1] == '|'))
 			break;
 		p->i++;
@@ -866,7 +650,7 @@ parse_andor(struct hs_sh_parser *p)
 	if (!first)
 		return NULL;
 	for (;;) {
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->err || p->i + 1 >= p->n)
 			break;
 		if (!((p->s[p->i] == '&' && p->s[p->i + 1] == '&') || (p->s[p->i] == '|' && p->s[p->i + 1] == '|')))
@@ -920,7 +704,7 @@ hs_sh_parse_list(struct hs_sh_parser *p, unsigned stop)
 			*t = c;
 			t = &c->next;
 		}
-		skip_blanks(p);
+		hs_sh_skip_blanks(p);
 		if (p->i < p->n) {
 			char ch = p->s[p->i], nx = p->i + 1 < p->n ? p->s[p->i + 1] : '\0';
 
@@ -931,7 +715,7 @@ hs_sh_parse_list(struct hs_sh_parser *p, unsigned stop)
 					c->bg = 1;
 				p->i++;
 			} else if (ch == '\n') {
-				eat_newline(p);
+				hs_sh_eat_newline(p);
 			}
 		}
 		if (p->i == start) {

@@ -9,7 +9,8 @@
  * later path set of the same name extends the earlier one, a later
  * program declaration adds to the list (the last one for a name wins), a
  * later rule with the same id replaces the earlier rule, and
- * "disabled = true" removes it.  See hs-policy(5).
+ * "disabled = true" removes it.  See hs-policy(5).  The tables that
+ * matching uses are built from the loaded policy in policy-index.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,12 +24,6 @@
 #include <unistd.h>
 
 #include "core/safety/internal.h"
-
-struct hs_pidx {
-	const char *name;
-	size_t *rules;
-	size_t n, cap;
-};
 
 struct load {
 	struct hs_policy *p;
@@ -61,18 +56,6 @@ pstrdup(struct hs_policy *p, const char *s)
 	return hs_arena_strndup(&p->mem, s, strlen(s));
 }
 
-static void *
-grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-	void *na;
-
-	if (n < *cap)
-		return arr;
-	*cap = *cap ? *cap * 2 : 16;
-	na = realloc(arr, *cap * elem);
-	return na;
-}
-
 static struct hs_pathset *
 find_set(struct hs_policy *p, const char *name)
 {
@@ -91,7 +74,7 @@ set_add(struct hs_policy *p, const char *name, const char *pat)
 	const char **np;
 
 	if (!s) {
-		ns = grow(p->sets, &p->cap_sets, p->n_sets, sizeof(*p->sets));
+		ns = hs_grow(p->sets, &p->cap_sets, p->n_sets, sizeof(*p->sets));
 		if (!ns)
 			return -1;
 		p->sets = ns;
@@ -99,7 +82,7 @@ set_add(struct hs_policy *p, const char *name, const char *pat)
 		memset(s, 0, sizeof(*s));
 		s->name = pstrdup(p, name);
 	}
-	np = grow(s->pats, &s->cap, s->n, sizeof(*s->pats));
+	np = hs_grow(s->pats, &s->cap, s->n, sizeof(*s->pats));
 	if (!np)
 		return -1;
 	s->pats = np;
@@ -143,6 +126,8 @@ get_strlist(struct load *l, const config_setting_t *s, struct hs_strlist *out, c
 			return fail(l, "out of memory");
 		out->v[0] = pstrdup(l->p, config_setting_get_string(s));
 		out->n = 1;
+		if (!out->v[0] || hs_strlist_glob(&l->p->mem, out))
+			return fail(l, "out of memory");
 		return 0;
 	}
 	if (!config_setting_is_aggregate(s))
@@ -157,7 +142,11 @@ get_strlist(struct load *l, const config_setting_t *s, struct hs_strlist *out, c
 		if (!v)
 			return fail(l, "%s:%d: '%s' must hold strings only", l->file, config_setting_source_line(s), what);
 		out->v[out->n++] = pstrdup(l->p, v);
+		if (!out->v[out->n - 1])
+			return fail(l, "out of memory");
 	}
+	if (hs_strlist_glob(&l->p->mem, out))
+		return fail(l, "out of memory");
 	return 0;
 }
 
@@ -166,7 +155,7 @@ static int parse_pred(struct load *l, const char *src, struct hs_pred *pr, const
 static int
 pend_set(struct load *l, struct hs_pred *pr, const char *rule)
 {
-	struct pending *np = grow(l->pend, &l->cappend, l->npend, sizeof(*l->pend));
+	struct pending *np = hs_grow(l->pend, &l->cappend, l->npend, sizeof(*l->pend));
 
 	if (!np)
 		return fail(l, "out of memory");
@@ -230,6 +219,8 @@ parse_pred(struct load *l, const char *src, struct hs_pred *pr, const char *rule
 	}
 	pr->arg = pstrdup(l->p, arg);
 	pr->arglen = strlen(arg);
+	pr->litlen = hs_glob_litlen(arg);
+	pr->literal = !arg[pr->litlen];
 	return pr->arg ? 0 : fail(l, "out of memory");
 }
 
@@ -344,7 +335,7 @@ load_programs(struct load *l, const config_setting_t *list)
 	n = config_setting_length(list);
 	for (i = 0; i < n; i++) {
 		e = config_setting_get_elem(list, (unsigned)i);
-		nd = grow(p->decls, &p->cap_decls, p->n_decls, sizeof(*p->decls));
+		nd = hs_grow(p->decls, &p->cap_decls, p->n_decls, sizeof(*p->decls));
 		if (!nd)
 			return fail(l, "out of memory");
 		p->decls = nd;
@@ -493,7 +484,7 @@ load_rule(struct load *l, const config_setting_t *e)
 			return 0;
 		}
 	}
-	nr = grow(p->rules, &p->cap_rules, p->n_rules, sizeof(*p->rules));
+	nr = hs_grow(p->rules, &p->cap_rules, p->n_rules, sizeof(*p->rules));
 	if (!nr)
 		return fail(l, "out of memory");
 	p->rules = nr;
@@ -603,106 +594,6 @@ load_dir(struct load *l, const char *dir)
 	return rc;
 }
 
-static size_t
-hash(const char *s)
-{
-	size_t h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
-}
-
-static struct hs_pidx *
-idx_slot(struct hs_policy *p, const char *name)
-{
-	size_t h = hash(name) & (p->idx_cap - 1);
-
-	while (p->idx[h].name && strcmp(p->idx[h].name, name))
-		h = (h + 1) & (p->idx_cap - 1);
-	return &p->idx[h];
-}
-
-static int
-build_index(struct hs_policy *p)
-{
-	size_t k, j, total = 0;
-	struct hs_pidx *e;
-	size_t *nr;
-
-	for (k = 0; k < p->n_rules; k++)
-		total += p->rules[k].programs.n;
-	for (p->idx_cap = 64; p->idx_cap < total * 2 + 1; p->idx_cap *= 2)
-		;
-	p->idx = calloc(p->idx_cap, sizeof(*p->idx));
-	p->generic = calloc(p->n_rules + 1, sizeof(*p->generic));
-	if (!p->idx || !p->generic)
-		return -1;
-	for (k = 0; k < p->n_rules; k++) {
-		const struct hs_rule *r = &p->rules[k];
-		int glob = r->programs.n == 0;
-
-		for (j = 0; j < r->programs.n; j++)
-			if (strpbrk(r->programs.v[j], "*?["))
-				glob = 1;
-		if (glob) {
-			p->generic[p->n_generic++] = k;
-			continue;
-		}
-		for (j = 0; j < r->programs.n; j++) {
-			e = idx_slot(p, r->programs.v[j]);
-			e->name = r->programs.v[j];
-			if (e->n && e->rules[e->n - 1] == k)
-				continue;
-			nr = grow(e->rules, &e->cap, e->n, sizeof(*e->rules));
-			if (!nr)
-				return -1;
-			e->rules = nr;
-			e->rules[e->n++] = k;
-		}
-	}
-	return 0;
-}
-
-void
-hs_policy_candidates(const struct hs_policy *p, const char *prog, void (*fn)(void *ctx, size_t ri), void *ctx)
-{
-	size_t h, k;
-
-	if (prog[0]) {
-		h = hash(prog) & (p->idx_cap - 1);
-		while (p->idx[h].name) {
-			if (!strcmp(p->idx[h].name, prog)) {
-				for (k = 0; k < p->idx[h].n; k++)
-					fn(ctx, p->idx[h].rules[k]);
-				break;
-			}
-			h = (h + 1) & (p->idx_cap - 1);
-		}
-	}
-	for (k = 0; k < p->n_generic; k++)
-		fn(ctx, p->generic[k]);
-}
-
-const struct hs_progdecl *
-hs_policy_decl(const struct hs_policy *p, const char *prog)
-{
-	size_t k, j;
-
-	/* The last declaration of a name wins, so admins can redeclare. */
-	for (k = p->n_decls; k-- > 0;)
-		for (j = 0; j < p->decls[k].names.n; j++)
-			if (!strcmp(p->decls[k].names.v[j], prog))
-				return &p->decls[k];
-	return NULL;
-}
-
-size_t
-hs_policy_rule_count(const struct hs_policy *p)
-{
-	return p ? p->n_rules : 0;
-}
-
 void
 hs_policy_free(struct hs_policy *p)
 {
@@ -713,11 +604,7 @@ hs_policy_free(struct hs_policy *p)
 	for (k = 0; k < p->n_sets; k++)
 		free(p->sets[k].pats);
 	free(p->sets);
-	if (p->idx)
-		for (k = 0; k < p->idx_cap; k++)
-			free(p->idx[k].rules);
-	free(p->idx);
-	free(p->generic);
+	hs_policy_index_free(p);
 	free(p->rules);
 	free(p->decls);
 	hs_arena_free(&p->mem);
@@ -763,7 +650,7 @@ hs_policy_load(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
 			goto out;
 		}
 	}
-	if (build_index(p)) {
+	if (hs_policy_index(p)) {
 		fail(&l, "out of memory");
 		goto out;
 	}

@@ -11,7 +11,6 @@
 
 #include <ctype.h>
 #include <fnmatch.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -31,6 +30,16 @@ has_glob(const char *s, size_t n)
 	return 0;
 }
 
+/* Append s to buf as snprintf(buf, cap, "...%s") would: truncated, always terminated. */
+static size_t
+put_str(char *buf, size_t pos, size_t cap, const char *s)
+{
+	while (*s && pos + 1 < cap)
+		buf[pos++] = *s++;
+	buf[pos] = '\0';
+	return pos;
+}
+
 int
 hs_path_norm(const struct hs_policy *p, const char *in, const char *cwd, char *out, size_t outlen,
 	     int *partial)
@@ -48,26 +57,29 @@ hs_path_norm(const struct hs_policy *p, const char *in, const char *cwd, char *o
 			/* ~user: only ~root has a known place. */
 			if (strncmp(in, "~root", 5) || (in[5] && in[5] != '/'))
 				return 0;
-			snprintf(tmp, sizeof(tmp), "/root%s", in + 5);
+			put_str(tmp, put_str(tmp, 0, sizeof(tmp), "/root"), sizeof(tmp), in + 5);
 		} else {
 			home = 1;
-			snprintf(tmp, sizeof(tmp), "%s", in + 1);
+			put_str(tmp, 0, sizeof(tmp), in + 1);
 		}
 	} else if (in[0] == '/') {
 		if (p->home && p->home_len > 1 && !strncmp(in, p->home, p->home_len) &&
 		    (in[p->home_len] == '/' || !in[p->home_len])) {
 			home = 1;
-			snprintf(tmp, sizeof(tmp), "%s", in + p->home_len);
+			put_str(tmp, 0, sizeof(tmp), in + p->home_len);
 		} else {
-			snprintf(tmp, sizeof(tmp), "%s", in);
+			put_str(tmp, 0, sizeof(tmp), in);
 		}
 	} else if (cwd) {
 		if (cwd[0] == '~') {
 			home = 1;
-			snprintf(tmp, sizeof(tmp), "%s/%s", cwd + 1, in);
+			pos = put_str(tmp, 0, sizeof(tmp), cwd + 1);
 		} else {
-			snprintf(tmp, sizeof(tmp), "%s/%s", cwd, in);
+			pos = put_str(tmp, 0, sizeof(tmp), cwd);
 		}
+		pos = put_str(tmp, pos, sizeof(tmp), "/");
+		put_str(tmp, pos, sizeof(tmp), in);
+		pos = 0;
 	} else {
 		return 0;
 	}
@@ -114,6 +126,19 @@ hs_path_norm(const struct hs_policy *p, const char *in, const char *cwd, char *o
 	return 1;
 }
 
+/* fnmatch(pat, path, FNM_PATHNAME) == 0, first comparing the literal prefix measured at load. */
+static int
+set_pat_match(const struct hs_pathset *set, size_t k, const char *pat, const char *path)
+{
+	size_t ll = set->litlen[k];
+
+	if (!hs_prefix_eq(pat, path, ll))
+		return 0;
+	if (set->literal[k])
+		return !path[ll];
+	return !fnmatch(pat, path, FNM_PATHNAME);
+}
+
 static int
 set_match_one(const struct hs_pathset *set, const char *path)
 {
@@ -124,9 +149,9 @@ set_match_one(const struct hs_pathset *set, const char *path)
 		const char *pat = set->pats[k];
 
 		if (pat[0] == '!') {
-			if (!fnmatch(pat + 1, path, FNM_PATHNAME))
+			if (set_pat_match(set, k, pat + 1, path))
 				return 0;
-		} else if (!hit && !fnmatch(pat, path, FNM_PATHNAME)) {
+		} else if (!hit && set_pat_match(set, k, pat, path)) {
 			hit = 1;
 		}
 	}
@@ -139,7 +164,7 @@ set_match_under(const struct hs_pathset *set, const char *path)
 	char buf[1024];
 	char *slash;
 
-	snprintf(buf, sizeof(buf), "%s", path);
+	put_str(buf, 0, sizeof(buf), path);
 	for (;;) {
 		if (set_match_one(set, buf))
 			return 1;
@@ -186,14 +211,18 @@ has_pred(const char *word, const char *alts, size_t altlen)
 {
 	const char *a = alts, *end = alts + altlen, *bar;
 	size_t wl = strlen(word), l, i;
+	int c0;
 
 	while (a < end) {
 		bar = memchr(a, '|', (size_t)(end - a));
 		l = bar ? (size_t)(bar - a) : (size_t)(end - a);
-		if (l && l <= wl)
+		if (l && l <= wl) {
+			/* strncasecmp() folds with tolower() too: a cheap first look. */
+			c0 = tolower((unsigned char)a[0]);
 			for (i = 0; i + l <= wl; i++)
-				if (!strncasecmp(word + i, a, l))
+				if (tolower((unsigned char)word[i]) == c0 && !strncasecmp(word + i, a, l))
 					return 1;
+		}
 		a += l + 1;
 	}
 	return 0;
@@ -208,6 +237,10 @@ hs_pred_match(const struct hs_policy *p, const struct hs_pred *pr, const char *w
 		return 0;
 	switch (pr->kind) {
 	case HS_P_GLOB:
+		if (!hs_prefix_eq(pr->arg, word, pr->litlen))
+			return 0;
+		if (pr->literal)
+			return !word[pr->litlen];
 		return !fnmatch(pr->arg, word, 0);
 	case HS_P_IGLOB:
 		return !fnmatch(pr->arg, word, FNM_CASEFOLD);
@@ -219,6 +252,12 @@ hs_pred_match(const struct hs_policy *p, const struct hs_pred *pr, const char *w
 	case HS_P_SQL:
 		return hs_sql_destructive(word);
 	case HS_P_MOUNT:
+		/*
+		 * Only a SRC:DST spec, or a --mount spec with type=bind or a
+		 * volume-opt=device=, can name a host source.
+		 */
+		if (!strchr(word, ':') && !strstr(word, "type=") && !strstr(word, "volume-opt="))
+			return 0;
 		if (hs_mount_assess(word, p->home, NULL, &m) != 0 || m.kind != HS_MOUNT_HOST)
 			return 0;
 		return hs_pred_match(p, pr->inner, m.source, NULL);

@@ -9,12 +9,17 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/safety/internal.h"
 
+/* How the resolver treats a program name. */
+enum resolve_kind { R_WRAPPER = 0, R_SHELL, R_EVAL, R_SOURCE, R_FIND, R_XARGS, R_WATCH, R_SU, R_SSH };
+
 struct wrapper {
 	const char *name;
+	int kind;                     /* enum resolve_kind */
 	const char *short_arg;        /* option letters that take an argument */
 	const char *const *long_arg;  /* long options that take an argument */
 	const char *no_cmd;           /* short options meaning nothing is run */
@@ -34,59 +39,73 @@ static const char *const xargs_long[] = { "arg-file", "delimiter", "eof", "repla
 	"max-procs", "max-chars", "process-slot-var", NULL };
 static const char *const none_long[] = { NULL };
 
+/*
+ * Every program name the resolver knows, kept sorted by strcmp() for bsearch():
+ * shells, eval, source, find, xargs, watch, su-likes, ssh and the generic
+ * wrappers (short_arg is NULL for names that are not generic wrappers).
+ */
 static const struct wrapper wrappers[] = {
-	{ "sudo", "CDghpRrtTUu", sudo_long, "lVvK", 0, 1, NULL },
-	{ "doas", "uC", none_long, "", 0, 0, NULL },
-	{ "env", "uC", env_long, "", 0, 1, NULL },
-	{ "timeout", "sk", timeout_long, "", 1, 0, NULL },
-	{ "nice", "n", nice_long, "", 0, 0, NULL },
-	{ "ionice", "cnp", none_long, "", 0, 0, NULL },
-	{ "nohup", "", none_long, "", 0, 0, NULL },
-	{ "setsid", "", none_long, "", 0, 0, NULL },
-	{ "time", "fo", time_long, "", 0, 0, NULL },
-	{ "command", "", none_long, "vV", 0, 0, NULL },
-	{ "builtin", "", none_long, "", 0, 0, NULL },
-	{ "exec", "a", none_long, "", 0, 0, NULL },
-	{ "stdbuf", "ioe", stdbuf_long, "", 0, 0, NULL },
-	{ "chrt", "", none_long, "p", 1, 0, NULL },
-	{ "taskset", "", none_long, "p", 1, 0, NULL },
-	{ "flock", "wEc", none_long, "", 1, 0, NULL },
-	{ "chroot", "", none_long, "", 1, 0, NULL },
-	{ "unbuffer", "", none_long, "", 0, 0, NULL },
-	{ "busybox", "", none_long, "", 0, 0, NULL },
-	{ "strace", "abeEIoOpPsSuUX", none_long, "", 0, 0, NULL },
-	{ "ltrace", "aAeEnoOpsSuX", none_long, "", 0, 0, NULL },
-	{ "valgrind", "", none_long, "", 0, 0, NULL },
-	{ "catchsegv", "", none_long, "", 0, 0, NULL },
-	{ "fakeroot", "", none_long, "", 0, 0, NULL },
-	{ "proxychains", "f", none_long, "", 0, 0, NULL },
-	{ "proxychains4", "f", none_long, "", 0, 0, NULL },
-	{ "torsocks", "", none_long, "", 0, 0, NULL },
-	{ "nsenter", "tSGwr", none_long, "", 0, 0, NULL },
-	{ "unshare", "", none_long, "", 0, 0, NULL },
-	{ "runuser", "ugG", none_long, "", 0, 0, NULL },
-	{ "sg", "", none_long, "", 1, 0, NULL },
-	{ "xvfb-run", "nsef", none_long, "", 0, 0, NULL },
-	{ "dbus-run-session", "", none_long, "", 0, 0, NULL },
-	{ "systemd-run", "pEuMH", none_long, "", 0, 0, NULL },
-	{ "poetry", "", none_long, "", 0, 0, "run" },
-	{ "pipenv", "", none_long, "", 0, 0, "run" },
-	{ "uv", "", none_long, "", 0, 0, "run" },
-	{ "pdm", "", none_long, "", 0, 0, "run" },
-	{ "bundle", "", none_long, "", 0, 0, "exec" },
+	{ ".", R_SOURCE, NULL, none_long, "", 0, 0, NULL },
+	{ "ash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "bash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "builtin", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "bundle", R_WRAPPER, "", none_long, "", 0, 0, "exec" },
+	{ "busybox", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "catchsegv", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "chroot", R_WRAPPER, "", none_long, "", 1, 0, NULL },
+	{ "chrt", R_WRAPPER, "", none_long, "p", 1, 0, NULL },
+	{ "command", R_WRAPPER, "", none_long, "vV", 0, 0, NULL },
+	{ "dash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "dbus-run-session", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "doas", R_WRAPPER, "uC", none_long, "", 0, 0, NULL },
+	{ "env", R_WRAPPER, "uC", env_long, "", 0, 1, NULL },
+	{ "eval", R_EVAL, NULL, none_long, "", 0, 0, NULL },
+	{ "exec", R_WRAPPER, "a", none_long, "", 0, 0, NULL },
+	{ "fakeroot", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "find", R_FIND, NULL, none_long, "", 0, 0, NULL },
+	{ "fish", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "flock", R_WRAPPER, "wEc", none_long, "", 1, 0, NULL },
+	{ "ionice", R_WRAPPER, "cnp", none_long, "", 0, 0, NULL },
+	{ "ksh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "ltrace", R_WRAPPER, "aAeEnoOpsSuX", none_long, "", 0, 0, NULL },
+	{ "mksh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "nice", R_WRAPPER, "n", nice_long, "", 0, 0, NULL },
+	{ "nohup", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "nsenter", R_WRAPPER, "tSGwr", none_long, "", 0, 0, NULL },
+	{ "pdm", R_WRAPPER, "", none_long, "", 0, 0, "run" },
+	{ "pipenv", R_WRAPPER, "", none_long, "", 0, 0, "run" },
+	{ "poetry", R_WRAPPER, "", none_long, "", 0, 0, "run" },
+	{ "posh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "proxychains", R_WRAPPER, "f", none_long, "", 0, 0, NULL },
+	{ "proxychains4", R_WRAPPER, "f", none_long, "", 0, 0, NULL },
+	{ "rbash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "runuser", R_SU, "ugG", none_long, "", 0, 0, NULL },
+	{ "script", R_SU, NULL, none_long, "", 0, 0, NULL },
+	{ "setsid", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "sg", R_WRAPPER, "", none_long, "", 1, 0, NULL },
+	{ "sh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "source", R_SOURCE, NULL, none_long, "", 0, 0, NULL },
+	{ "ssh", R_SSH, NULL, none_long, "", 0, 0, NULL },
+	{ "stdbuf", R_WRAPPER, "ioe", stdbuf_long, "", 0, 0, NULL },
+	{ "strace", R_WRAPPER, "abeEIoOpPsSuUX", none_long, "", 0, 0, NULL },
+	{ "su", R_SU, NULL, none_long, "", 0, 0, NULL },
+	{ "sudo", R_WRAPPER, "CDghpRrtTUu", sudo_long, "lVvK", 0, 1, NULL },
+	{ "systemd-run", R_WRAPPER, "pEuMH", none_long, "", 0, 0, NULL },
+	{ "taskset", R_WRAPPER, "", none_long, "p", 1, 0, NULL },
+	{ "time", R_WRAPPER, "fo", time_long, "", 0, 0, NULL },
+	{ "timeout", R_WRAPPER, "sk", timeout_long, "", 1, 0, NULL },
+	{ "torsocks", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "unbuffer", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "unshare", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "uv", R_WRAPPER, "", none_long, "", 0, 0, "run" },
+	{ "valgrind", R_WRAPPER, "", none_long, "", 0, 0, NULL },
+	{ "watch", R_WATCH, NULL, none_long, "", 0, 0, NULL },
+	{ "xargs", R_XARGS, "aEdILnPs", xargs_long, "", 0, 0, NULL },
+	{ "xvfb-run", R_WRAPPER, "nsef", none_long, "", 0, 0, NULL },
+	{ "yash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
+	{ "zsh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
 };
 
-static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "fish",
-	"posh", "yash", NULL };
-
-static int
-in_list(const char *s, const char *const *l)
-{
-	for (; *l; l++)
-		if (!strcmp(s, *l))
-			return 1;
-	return 0;
-}
 
 static int
 is_assign(const char *s)
@@ -303,6 +322,8 @@ do_source(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
 static const char *
 interp_lang(const char *p)
 {
+	if (p[0] != 'p' && p[0] != 'r' && p[0] != 'n' && p[0] != 'b' && p[0] != 'd')
+		return NULL;
 	if (!strncmp(p, "python", 6) || !strncmp(p, "pypy", 4))
 		return "python";
 	if (!strncmp(p, "perl", 4))
@@ -603,56 +624,69 @@ find_opt(const struct hs_cmd *c, char letter, const char *longname)
 	return -1;
 }
 
-static const struct wrapper xargs_w = { "xargs", "aEdILnPs", xargs_long, "", 0, 0, NULL };
+static int
+wrapper_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct wrapper *)elem)->name);
+}
+
+int
+hs_resolve_table_sorted(void)
+{
+	for (size_t i = 1; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+		if (strcmp(wrappers[i - 1].name, wrappers[i].name) >= 0)
+			return 0;
+	return 1;
+}
 
 int
 hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
 {
 	const char *p = c->prog, *lang;
 	static const char *const ssh_args = "BbcDEeFIiJLlmOoPpQRSWw";
-	size_t k;
+	const struct wrapper *w;
 	int i;
 
-	if (in_list(p, shells)) {
+	/* No name in the table starts like an interpreter: the order of the two looks is free. */
+	w = bsearch(p, wrappers, sizeof(wrappers) / sizeof(wrappers[0]), sizeof(wrappers[0]), wrapper_cmp);
+	if (!w) {
+		if ((lang = interp_lang(p))) {
+			do_interp(x, c, lang, produced);
+			return 1;
+		}
+		return 0;
+	}
+	switch (w->kind) {
+	case R_SHELL:
 		do_shell(x, c, produced);
 		return 1;
-	}
-	if (!strcmp(p, "eval")) {
+	case R_EVAL:
 		run_code_words(x, c, 1, c->argc, produced);
 		return 1;
-	}
-	if (!strcmp(p, "source") || !strcmp(p, ".")) {
+	case R_SOURCE:
 		do_source(x, c, produced);
 		return 1;
-	}
-	if ((lang = interp_lang(p))) {
-		do_interp(x, c, lang, produced);
-		return 1;
-	}
-	if (!strcmp(p, "find")) {
+	case R_FIND:
 		do_find(x, c, produced);
 		return 1;
-	}
-	if (!strcmp(p, "xargs")) {
-		do_generic(x, c, &xargs_w, produced);
-		return 1;
-	}
-	if (!strcmp(p, "watch")) {
+	case R_WATCH:
 		for (i = 1; i < c->argc && c->argv[i][0] == '-'; i++)
 			if (!strcmp(c->argv[i], "-n") || !strcmp(c->argv[i], "--interval"))
 				i++;
 		if (i < c->argc)
 			run_code_words(x, c, i, c->argc, produced);
 		return 1;
-	}
-	if (!strcmp(p, "su") || !strcmp(p, "runuser") || !strcmp(p, "script")) {
+	case R_SU:
 		i = find_opt(c, 'c', "command");
 		if (i > 0) {
 			run_code_words(x, c, i, i + 1, produced);
 			return 1;
 		}
-	}
-	if (!strcmp(p, "ssh")) {
+		if (!w->short_arg)
+			return 0; /* su, script: not wrappers otherwise */
+		do_generic(x, c, w, produced); /* runuser */
+		return 1;
+	case R_SSH:
 		/* The remote command is shell text run on the other host. */
 		for (i = 1; i < c->argc && c->argv[i][0] == '-'; i++)
 			if (!c->argv[i][2] && strchr(ssh_args, c->argv[i][1]))
@@ -660,12 +694,9 @@ hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produ
 		if (i + 1 < c->argc)
 			run_code_words(x, c, i + 1, c->argc, produced);
 		return 1;
+	case R_XARGS:
+	default:
+		do_generic(x, c, w, produced);
+		return 1;
 	}
-	for (k = 0; k < sizeof(wrappers) / sizeof(wrappers[0]); k++) {
-		if (!strcmp(p, wrappers[k].name)) {
-			do_generic(x, c, &wrappers[k], produced);
-			return 1;
-		}
-	}
-	return 0;
 }

@@ -114,11 +114,50 @@ struct hs_sh_parser {
  */
 struct hs_sh_node *hs_sh_parse(struct hs_arena *a, const char *src, size_t len, int depth, const char **errmsg);
 
-/* parse.c and lex.c share these. */
+/* parse.c, parse-redir.c and lex.c share these. */
 void hs_sh_parser_init(struct hs_sh_parser *p, struct hs_arena *a, const char *s, size_t n, int depth);
 struct hs_sh_node *hs_sh_parse_list(struct hs_sh_parser *p, unsigned stop);
 void hs_sh_fail(struct hs_sh_parser *p, const char *msg);
-int hs_sh_is_meta(int c);
+/* Consume the newline at p->i, then read the heredoc bodies it ends the line of (parse-redir.c). */
+void hs_sh_eat_newline(struct hs_sh_parser *p);
+/* Does a redirection operator (with an optional descriptor) start at p->i? */
+int hs_sh_is_redir_start(struct hs_sh_parser *p);
+/* Parse the redirection at p->i and append it at **tail. */
+void hs_sh_parse_redirect(struct hs_sh_parser *p, struct hs_sh_redir ***tail);
+/* Redirections after a compound command, appended to n->redirs. */
+void hs_sh_parse_trailing_redirs(struct hs_sh_parser *p, struct hs_sh_node *n);
+
+/* Blank, newline, ; & | < > ( ): a character that ends an unquoted word. */
+static inline int
+hs_sh_is_meta(int c)
+{
+	switch (c) {
+	case ' ': case '\t': case '\n': case ';': case '&': case '|': case '<': case '>': case '(': case ')':
+		return 1;
+	}
+	return 0;
+}
+
+/* Skip blanks, escaped newlines and a comment (not the newline ending it). */
+static inline void
+hs_sh_skip_blanks(struct hs_sh_parser *p)
+{
+	while (p->i < p->n) {
+		char c = p->s[p->i];
+
+		if (c == ' ' || c == '\t' || c == '\r') {
+			p->i++;
+		} else if (c == '\\' && p->i + 1 < p->n && p->s[p->i + 1] == '\n') {
+			p->i += 2;
+		} else if (c == '#') {
+			while (p->i < p->n && p->s[p->i] != '\n')
+				p->i++;
+		} else {
+			break;
+		}
+	}
+}
+
 /* Lex one word at p->i; returns a list (brace expansion may give several) or NULL. */
 struct hs_sh_word *hs_sh_lex_word(struct hs_sh_parser *p);
 /* Lex s[0..n) as the body of an unquoted heredoc (expansions, no quotes). */

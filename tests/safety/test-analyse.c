@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "tests/safety/common.h"
+#include "core/safety/internal.h"
 
 static struct hs_policy *pol;
 
@@ -430,10 +431,19 @@ test_fuzz_smoke(void **s)
 	}
 }
 
+/* The resolver finds wrappers with bsearch(): an entry out of order would never match. */
+static void
+test_wrapper_table_sorted(void **state)
+{
+	(void)state;
+	assert_true(hs_resolve_table_sorted());
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wrapper_table_sorted),
 		cmocka_unit_test(test_quotes_and_escapes),
 		cmocka_unit_test(test_brace_expansion),
 		cmocka_unit_test(test_substitutions),
