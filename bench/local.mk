@@ -13,6 +13,6 @@ bench-throughput: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
 	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
 	  bash $(top_srcdir)/bench/throughput.sh
 
-bench: bench-runner bench-analyse bench-serve bench-throughput
+bench: bench-runner bench-analyse bench-serve bench-throughput $(BENCH_EXTRA)
 
 .PHONY: bench bench-serve bench-throughput

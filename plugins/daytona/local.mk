@@ -1,0 +1,1 @@
+# plugins/daytona: the daytona backend (see man/hs-daytona.7).

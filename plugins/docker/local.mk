@@ -1,0 +1,1 @@
+# plugins/docker: the docker backend (see man/hs-docker.7).

@@ -1,0 +1,1 @@
+# plugins/modal: the modal backend (see man/hs-modal.7).

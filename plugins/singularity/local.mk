@@ -1,0 +1,1 @@
+# plugins/singularity: the singularity backend (see man/hs-singularity.7).

@@ -1,0 +1,1 @@
+# plugins/slurm: the slurm backend (see man/hs-slurm.7).

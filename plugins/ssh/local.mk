@@ -1,0 +1,1 @@
+# plugins/ssh: the ssh backend (see man/hs-ssh.7).
