@@ -1,0 +1,71 @@
+/*
+ * slurm.h - the slurm backend's internal interface (see hs-slurm(7)).
+ */
+#ifndef HS_SLURM_H
+#define HS_SLURM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <hs/backend.h>
+
+#define SL_MAX_STREAMS 16
+
+/* The Slurm client programs, resolved once at init. */
+enum sl_prog { SL_SBATCH, SL_SRUN, SL_SQUEUE, SL_SCANCEL, SL_SBCAST, SL_SCONTROL, SL_NPROGS };
+
+struct sl_state {
+	const struct hs_host_v1 *host;
+	char prog[SL_NPROGS][512];  /* absolute paths; "" when not found */
+	char *envv[16];             /* the minimal environment for Slurm's clients */
+	char envbuf[8][1024];
+};
+
+/* The record of one environment's job: ids and paths, never a secret. */
+struct sl_record {
+	char job[32];      /* the Slurm job id */
+	char nonce[40];    /* names the runtime dir on the node */
+	char dir[256];     /* the runner's runtime dir on the node */
+	char runner[512];  /* the runner's path on the node */
+};
+
+struct sl_env {
+	struct sl_state *st;
+	char name[128];          /* the environment's name */
+	char recpath[1024];      /* state_dir/NAME.job */
+	struct sl_record rec;
+	pid_t streams[SL_MAX_STREAMS]; /* our srun processes, reaped by us */
+};
+
+/* Output of one Slurm client run. */
+struct sl_out {
+	int status;        /* exit status, 128+N after signal N, -1 not started */
+	int timed_out;
+	char out[4096];    /* stdout, truncated, NUL-terminated */
+	char err[1024];    /* stderr, truncated, NUL-terminated */
+};
+
+/*
+ * Run argv (argv[0] an absolute path) with the minimal environment, feeding
+ * in (may be NULL) to its stdin and capturing its output; kill it after
+ * timeout_ms.  Returns 0 when it ran (see o->status), -1 when it could not
+ * start (o->err says why).
+ */
+int sl_cmd(const struct sl_state *st, const char *const *argv, const char *in, size_t inlen,
+           int timeout_ms, struct sl_out *o);
+
+/* The last line of s without its newline, for one-line messages. */
+const char *sl_lastline(char *s);
+
+/* Read the record at path: 0 read, 1 none, -1 unusable (err says why). */
+int sl_record_load(const char *path, struct sl_record *r, char *err);
+/* Write it atomically (0600, O_NOFOLLOW, fsync, rename): 0 or -1 (err). */
+int sl_record_save(const char *path, const struct sl_record *r, char *err);
+/* Remove it; a missing record is fine. */
+void sl_record_remove(const char *path);
+
+/* Whether s is non-empty and only of characters safe in a job script. */
+int sl_safe_word(const char *s);
+
+#endif
