@@ -137,8 +137,8 @@ sl_job_ended_why(const char *state)
 }
 
 /* Random hex for the node-side directory name (not a secret: the directory is private). */
-static void
-nonce(char *out, size_t len)
+void
+sl_nonce(char *out, size_t len)
 {
 	unsigned char b[8] = { 0 };
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -204,8 +204,13 @@ sl_job_submit(struct sl_env *env, const struct sl_opts *op, char *err)
 	int a = 0;
 	struct sl_out o;
 
+	char keep[40];
+	snprintf(keep, sizeof(keep), "%s", env->rec.nonce);
 	memset(&env->rec, 0, sizeof(env->rec));
-	nonce(env->rec.nonce, sizeof(env->rec.nonce));
+	if (keep[0])
+		snprintf(env->rec.nonce, sizeof(env->rec.nonce), "%s", keep);
+	else
+		sl_nonce(env->rec.nonce, sizeof(env->rec.nonce));
 	snprintf(env->rec.dir, sizeof(env->rec.dir), "%s/%s", op->base, env->rec.nonce);
 	if (op->sbcast_size > 0)
 		snprintf(env->rec.runner, sizeof(env->rec.runner), "%s/%s.runner", op->base,
@@ -291,10 +296,10 @@ sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
 		}
 		if ((int64_t)waited >= op->wait_s * 1000) {
 			snprintf(err, HS_ERR_MAX, "slurm job %s is still %s after %llds (reason: %s); it stays "
-			         "queued and recorded: run again to re-attach, or 'hs session close %s' to "
-			         "cancel it (slurm.wait_timeout sets the wait)", env->rec.job, ji->state,
+			         "queued and recorded: 'hs run -s %s' again re-attaches to it, 'scancel %s' "
+			         "cancels it (slurm.wait_timeout sets the wait)", env->rec.job, ji->state,
 			         (long long)op->wait_s, ji->reason[0] ? ji->reason : "none given",
-			         session ? session : env->name);
+			         session ? session : env->name, env->rec.job);
 			return HS_E_TIMEOUT;
 		}
 		struct timespec ts = { 0, (i < 10 ? 300 : 1000) * 1000L * 1000L };

@@ -6,29 +6,6 @@
 
 #include "plugins/slurm/slurm.h"
 
-/* Settings for one open(), from the config section and the spec. */
-struct sl_opts {
-	char node_tmp[256];      /* node-local parent of the runtime dirs */
-	char base[300];          /* node_tmp/hs-slurm-UID */
-	char node_runner[512];   /* slurm.runner_path, when the nodes have hs-runner */
-	int64_t sbcast_size;     /* > 0: copy the local runner (this many bytes) with sbcast */
-	const char *container;   /* an Apptainer image, or NULL */
-	const char *container_cmd;
-	int idle_s;
-	int64_t wait_s;
-	int64_t warn_left_s;
-	int64_t renew_min;
-	const char *args[40];    /* sbatch options from config and spec */
-	int n_args;
-	char argbuf[8][300];
-};
-
-struct sl_jobinfo {
-	char state[32];     /* squeue's %T, or GONE */
-	char reason[128];   /* squeue's %r */
-	int64_t left_s;     /* time left, -1 unlimited or unknown */
-};
-
 /* Submit the job (sbatch), record it before returning. */
 int32_t sl_job_submit(struct sl_env *env, const struct sl_opts *op, char *err);
 /* The job's state: HS_OK with ji filled (GONE when unknown), or an error. */
@@ -43,6 +20,9 @@ void sl_job_time_check(struct sl_env *env, const struct sl_opts *op, const struc
                        char *note, size_t notelen);
 /* scancel; a job that is already gone is fine. */
 int32_t sl_job_cancel(struct sl_env *env, char *err);
+
+/* 16 random hex digits naming the node-side directory. */
+void sl_nonce(char *out, size_t len);
 
 /* Waiting states (pending and the like); and why an ended state ended. */
 int sl_job_waiting(const char *state);

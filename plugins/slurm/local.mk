@@ -4,3 +4,7 @@ plugins_slurm_slurm_la_SOURCES = plugins/slurm/slurm.c plugins/slurm/job.c plugi
 	plugins/slurm/slurm.h plugins/slurm/job.h
 plugins_slurm_slurm_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_slurm_slurm_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'
+dist_man_MANS += man/hs-slurm.7
+dist_confd_DATA += conf/conf.d/slurm.conf
+TESTS += tests/slurm/session.test
+EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/lib.sh tests/slurm/session.test

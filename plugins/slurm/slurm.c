@@ -281,17 +281,35 @@ valid_name(const char *s)
 	return 1;
 }
 
+/* The job must be running for a step; otherwise say why not, in one line. */
+static int32_t
+running(struct sl_env *env, char *err)
+{
+	struct sl_jobinfo ji;
+	int32_t rc = sl_job_query(env, &ji, err);
+	if (rc != HS_OK)
+		return rc;
+	if (strcmp(ji.state, "RUNNING") == 0)
+		return HS_OK;
+	if (sl_job_waiting(ji.state)) {
+		snprintf(err, HS_ERR_MAX, "slurm job %s is %s again (%s)", env->rec.job, ji.state, ji.reason);
+		return HS_E_BUSY;
+	}
+	snprintf(err, HS_ERR_MAX, "slurm job %s ended (%s): %s; a command that was running has no "
+	         "known outcome; the next command submits a new job", env->rec.job, ji.state,
+	         sl_job_ended_why(ji.state));
+	sl_record_remove(env->recpath);
+	return HS_E_LOST;
+}
+
 static int32_t
 sl_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_props *props,
         char *err)
 {
 	struct sl_state *st = state;
-	struct sl_opts op;
 	struct sl_jobinfo ji;
 	struct sl_env *env;
-	char note[256] = "";
 	int32_t rc;
-	int fresh = 0;
 
 	if (missing(st, err, HS_ERR_MAX))
 		return HS_E_UNAVAILABLE;
@@ -315,18 +333,25 @@ sl_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		         "slurm.container for an Apptainer image");
 		return HS_E_UNSUPPORTED;
 	}
-	rc = opts(st, spec, &op, err);
-	if (rc != HS_OK)
-		return rc;
 	env = calloc(1, sizeof(*env));
 	if (!env) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		return HS_E_NOMEM;
 	}
+	rc = opts(st, spec, &env->op, err);
+	if (rc != HS_OK)
+		goto fail;
 	env->st = st;
+	env->persistent = !!(spec->flags & HS_SPEC_PERSISTENT);
 	snprintf(env->name, sizeof(env->name), "%s", spec->env_name);
+	snprintf(env->session, sizeof(env->session), "%s", spec->session ? spec->session : spec->env_name);
 	snprintf(env->recpath, sizeof(env->recpath), "%s/%s.job", st->host->state_dir, env->name);
 
+	/*
+	 * Only the record is looked at here: the job is submitted, and waited
+	 * for, when the first stream is asked for.  So closing a session whose
+	 * job has ended never submits a new one just to cancel it.
+	 */
 	int have = sl_record_load(env->recpath, &env->rec, err);
 	if (have < 0) {
 		rc = HS_E_IO;
@@ -337,49 +362,71 @@ sl_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		if (rc != HS_OK)
 			goto fail;
 		if (strcmp(ji.state, "RUNNING") != 0 && !sl_job_waiting(ji.state)) {
-			snprintf(note, sizeof(note), "slurm job %s had ended (%s): %s; submitted a new one",
-			         env->rec.job, ji.state, sl_job_ended_why(ji.state));
-			st->host->log(st->host->ctx, HS_LOG_INFO, "%s", note);
+			snprintf(props->note, sizeof(props->note), "slurm job %s had ended (%s): %s; a new "
+			         "one is submitted", env->rec.job, ji.state, sl_job_ended_why(ji.state));
+			st->host->log(st->host->ctx, HS_LOG_INFO, "%s", props->note);
 			sl_record_remove(env->recpath);
-			have = 1;
+			memset(&env->rec, 0, sizeof(env->rec));
+		} else {
+			snprintf(props->note, sizeof(props->note), "re-attached to slurm job %s (%s)",
+			         env->rec.job, ji.state);
 		}
 	}
-	if (have == 1) {
-		rc = sl_job_submit(env, &op, err);
-		if (rc != HS_OK)
-			goto fail;
-		fresh = 1;
-	}
-	rc = sl_job_wait(env, &op, &ji, spec->session, err);
-	if (rc != HS_OK)
-		goto fail;
-	if (op.sbcast_size > 0) {
-		rc = sl_job_sbcast(env, st->host->runner_path, !fresh, err);
-		if (rc != HS_OK) {
-			char e2[HS_ERR_MAX];
-			sl_job_cancel(env, e2);
-			sl_record_remove(env->recpath);
-			goto fail;
-		}
-	}
-	sl_job_time_check(env, &op, &ji, note, sizeof(note));
 	props->host_access = 1;
 	snprintf(props->host_reason, sizeof(props->host_reason),
 	         "jobs run as this user on cluster nodes, which usually share this machine's file "
 	         "systems");
-	snprintf(props->isolation, sizeof(props->isolation), op.container ? "container" : "remote");
+	snprintf(props->isolation, sizeof(props->isolation), env->op.container ? "container" : "remote");
 	props->runner = 1;
 	const char *sh = cfg_str(st, "shell");
 	snprintf(props->shell, sizeof(props->shell), "%s", sh && sh[0] == '/' ? sh : "/bin/bash");
-	snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", env->rec.dir);
-	if (!note[0] && !fresh)
-		snprintf(note, sizeof(note), "re-attached to slurm job %s", env->rec.job);
-	snprintf(props->note, sizeof(props->note), "%s", note);
+	/* The runtime dir is named when the job is submitted; the core's snapshot path needs it now. */
+	if (!env->rec.job[0]) {
+		char n[40];
+		sl_nonce(n, sizeof(n));
+		snprintf(env->rec.nonce, sizeof(env->rec.nonce), "%s", n);
+	}
+	snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s/%s", env->op.base, env->rec.nonce);
 	*envp = env;
 	return HS_OK;
 fail:
 	free(env);
 	return rc;
+}
+
+/* Submit when there is no job yet, wait (bounded) while it pends, put the runner in place. */
+static int32_t
+ensure_job(struct sl_env *env, char *err)
+{
+	struct sl_jobinfo ji;
+	char note[256] = "";
+	int fresh = 0;
+	int32_t rc;
+
+	if (env->ready)
+		return running(env, err);
+	if (!env->rec.job[0]) {
+		rc = sl_job_submit(env, &env->op, err);
+		if (rc != HS_OK)
+			return rc;
+		fresh = 1;
+	}
+	rc = sl_job_wait(env, &env->op, &ji, env->session, err);
+	if (rc != HS_OK)
+		return rc;
+	if (env->op.sbcast_size > 0) {
+		rc = sl_job_sbcast(env, env->st->host->runner_path, !fresh, err);
+		if (rc != HS_OK) {
+			char e2[HS_ERR_MAX];
+			sl_job_cancel(env, e2);
+			sl_record_remove(env->recpath);
+			memset(&env->rec, 0, sizeof(env->rec));
+			return rc;
+		}
+	}
+	sl_job_time_check(env, &env->op, &ji, note, sizeof(note));
+	env->ready = 1;
+	return HS_OK;
 }
 
 static void
@@ -466,27 +513,6 @@ spawn_step(struct sl_env *env, const char *const *tail, int32_t *fd, pid_t *pidp
 	return HS_OK;
 }
 
-/* The job must be running for a step; otherwise say why not, in one line. */
-static int32_t
-running(struct sl_env *env, char *err)
-{
-	struct sl_jobinfo ji;
-	int32_t rc = sl_job_query(env, &ji, err);
-	if (rc != HS_OK)
-		return rc;
-	if (strcmp(ji.state, "RUNNING") == 0)
-		return HS_OK;
-	if (sl_job_waiting(ji.state)) {
-		snprintf(err, HS_ERR_MAX, "slurm job %s is %s again (%s)", env->rec.job, ji.state, ji.reason);
-		return HS_E_BUSY;
-	}
-	snprintf(err, HS_ERR_MAX, "slurm job %s ended (%s): %s; a command that was running has no "
-	         "known outcome; the next command submits a new job", env->rec.job, ji.state,
-	         sl_job_ended_why(ji.state));
-	sl_record_remove(env->recpath);
-	return HS_E_LOST;
-}
-
 static int32_t
 sl_runner_stream(void *envp, int32_t *fd, char *err)
 {
@@ -500,7 +526,7 @@ sl_runner_stream(void *envp, int32_t *fd, char *err)
 		snprintf(err, HS_ERR_MAX, "too many runner streams for slurm job %s", env->rec.job);
 		return HS_E_BUSY;
 	}
-	int32_t rc = running(env, err);
+	int32_t rc = ensure_job(env, err);
 	if (rc != HS_OK)
 		return rc;
 	const char *tail[] = { "/bin/sh", "-c", attach_sh, "hs-attach", env->rec.dir, env->rec.runner,
@@ -532,7 +558,8 @@ sl_close(void *envp, uint32_t flags, char *err)
 	if (!env)
 		return HS_OK;
 	reap(env, 5000);
-	if (!(flags & HS_CLOSE_KEEP)) {
+	/* A one-off environment is never kept: nobody could re-attach to it. */
+	if (env->rec.job[0] && (!(flags & HS_CLOSE_KEEP) || !env->persistent)) {
 		struct sl_jobinfo ji;
 		char e2[HS_ERR_MAX];
 		if (sl_job_query(env, &ji, e2) == HS_OK && strcmp(ji.state, "RUNNING") == 0)

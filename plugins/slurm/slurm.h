@@ -30,11 +30,38 @@ struct sl_record {
 	char runner[512];  /* the runner's path on the node */
 };
 
+/* Settings for one open(), from the config section and the spec. */
+struct sl_opts {
+	char node_tmp[256];      /* node-local parent of the runtime dirs */
+	char base[300];          /* node_tmp/hs-slurm-UID */
+	char node_runner[512];   /* slurm.runner_path, when the nodes have hs-runner */
+	int64_t sbcast_size;     /* > 0: copy the local runner (this many bytes) with sbcast */
+	const char *container;   /* an Apptainer image, or NULL */
+	const char *container_cmd;
+	int idle_s;
+	int64_t wait_s;
+	int64_t warn_left_s;
+	int64_t renew_min;
+	const char *args[40];    /* sbatch options from config and spec */
+	int n_args;
+	char argbuf[8][300];
+};
+
+struct sl_jobinfo {
+	char state[32];     /* squeue's %T, or GONE */
+	char reason[128];   /* squeue's %r */
+	int64_t left_s;     /* time left, -1 unlimited or unknown */
+};
+
 struct sl_env {
 	struct sl_state *st;
 	char name[128];          /* the environment's name */
 	char recpath[1024];      /* state_dir/NAME.job */
-	struct sl_record rec;
+	struct sl_record rec;      /* rec.job empty: no job yet */
+	struct sl_opts op;
+	int persistent;          /* a named session: close(KEEP) keeps the job */
+	int ready;               /* the job ran and the runner is in place */
+	char session[128];
 	pid_t streams[SL_MAX_STREAMS]; /* our srun processes, reaped by us */
 };
 

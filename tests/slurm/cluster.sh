@@ -96,11 +96,22 @@ CFG
 	sl_skip "the private Slurm cluster did not come up"
 }
 
+# The pids of p and all its descendants.
+sl_tree() {
+	local c
+	echo "$1"
+	for c in $(pgrep -P "$1" 2>/dev/null); do sl_tree "$c"; done
+}
+
 slurm_stop() {
-	local p
+	local p i
 	[ -n "${SL_DIR:-}" ] || return 0
 	if [ -n "${SL_CTLD:-}" ] && kill -0 "$SL_CTLD" 2>/dev/null; then
 		scancel --full -p "${SL_PART:-hstest}" >/dev/null 2>&1
+		for i in $(seq 50); do
+			[ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
+			sleep 0.2
+		done
 	fi
 	for p in ${SL_SLURMD:-} ${SL_CTLD:-}; do
 		kill "$p" 2>/dev/null
@@ -109,8 +120,12 @@ slurm_stop() {
 		for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -9 "$p" 2>/dev/null
 	done
-	# slurmstepd processes of our jobs: those whose SLURM_CONF is ours are
-	# ours; they die with their steps, give them a moment.
+	# A slurmstepd of this cluster that outlived slurmd (it holds our
+	# slurmd.log open) goes too, with whatever it started.
+	for p in $(pgrep -x slurmstepd 2>/dev/null); do
+		ls -l /proc/$p/fd 2>/dev/null | grep -qF "$SL_DIR/" || continue
+		kill -9 $(sl_tree "$p") 2>/dev/null
+	done
 	[ -n "${SL_MUNGED:-}" ] && kill "$SL_MUNGED" 2>/dev/null
 	SL_CTLD= SL_SLURMD= SL_MUNGED=
 	[ "${HS_KEEP_TEST_DIRS:-0}" = 1 ] || rm -rf "$SL_DIR"
