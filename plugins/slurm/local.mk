@@ -8,3 +8,5 @@ dist_man_MANS += man/hs-slurm.7
 dist_confd_DATA += conf/conf.d/slurm.conf
 TESTS += tests/slurm/session.test
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/lib.sh tests/slurm/session.test
+TESTS += tests/slurm/pending.test
+EXTRA_DIST += tests/slurm/pending.test
