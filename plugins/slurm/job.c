@@ -106,6 +106,18 @@ sl_job_query(struct sl_env *env, struct sl_jobinfo *ji, char *err)
 }
 
 int
+sl_never_starts(const char *reason)
+{
+	static const char *const never[] = { "PartitionConfig", "BadConstraints", "PartitionNodeLimit",
+		"PartitionTimeLimit", "AccountNotAllowed", "QOSNotAllowed", "InvalidAccount",
+		"InvalidQOS", "JobHeldAdmin", "Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved" };
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (strcmp(reason, never[i]) == 0)
+			return 1;
+	return 0;
+}
+
+int
 sl_job_waiting(const char *state)
 {
 	return strcmp(state, "PENDING") == 0 || strcmp(state, "CONFIGURING") == 0 ||
@@ -288,6 +300,17 @@ sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
 			sl_record_remove(env->recpath);
 			return strcmp(ji->state, "PREEMPTED") == 0 ? HS_E_LOST : HS_E_UNAVAILABLE;
 		}
+		if (sl_never_starts(ji->reason)) {
+			char e2[HS_ERR_MAX];
+			sl_job_cancel(env, e2);
+			sl_record_remove(env->recpath);
+			snprintf(err, HS_ERR_MAX, "the cluster refused the allocation: slurm job %s can never "
+			         "start (reason: %s); cancelled it (check slurm.partition, account, qos, "
+			         "time_limit, cpus, memory and gres against the partition's limits)",
+			         env->rec.job, ji->reason);
+			memset(&env->rec, 0, sizeof(env->rec));
+			return HS_E_CONFIG;
+		}
 		uint64_t waited = h->now_ms(h->ctx) - start;
 		if (!logged && waited > 3000) {
 			h->log(h->ctx, HS_LOG_INFO, "slurm job %s is %s (%s); waiting up to %llds", env->rec.job,
@@ -295,6 +318,18 @@ sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
 			logged = 1;
 		}
 		if ((int64_t)waited >= op->wait_s * 1000) {
+			if (!env->persistent) {
+				/* A one-off command: nobody could re-attach, so the job goes. */
+				char e2[HS_ERR_MAX];
+				sl_job_cancel(env, e2);
+				sl_record_remove(env->recpath);
+				snprintf(err, HS_ERR_MAX, "slurm job %s was still %s after %llds (reason: %s); "
+				         "cancelled it (raise slurm.wait_timeout, or use a session: hs run -s NAME)",
+				         env->rec.job, ji->state, (long long)op->wait_s,
+				         ji->reason[0] ? ji->reason : "none given");
+				memset(&env->rec, 0, sizeof(env->rec));
+				return HS_E_TIMEOUT;
+			}
 			snprintf(err, HS_ERR_MAX, "slurm job %s is still %s after %llds (reason: %s); it stays "
 			         "queued and recorded: 'hs run -s %s' again re-attaches to it, 'scancel %s' "
 			         "cancels it (slurm.wait_timeout sets the wait)", env->rec.job, ji->state,
@@ -310,15 +345,13 @@ sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
 }
 
 int32_t
-sl_job_sbcast(struct sl_env *env, const char *src, int reattach, char *err)
+sl_job_sbcast(struct sl_env *env, const char *src, char *err)
 {
 	char jobarg[64];
 	struct sl_out o;
 	snprintf(jobarg, sizeof(jobarg), "--jobid=%s", env->rec.job);
 	const char *argv[] = { env->st->prog[SL_SBCAST], jobarg, "--force", "--preserve", src,
 	                       env->rec.runner, NULL };
-	if (reattach)
-		argv[2] = "--preserve", argv[3] = src, argv[4] = env->rec.runner, argv[5] = NULL;
 	if (!env->st->prog[SL_SBCAST][0]) {
 		snprintf(err, HS_ERR_MAX, "sbcast not found, and slurm.runner_path is not set: install "
 		         "hs-runner on the nodes and set slurm.runner_path, or install sbcast");
@@ -328,15 +361,13 @@ sl_job_sbcast(struct sl_env *env, const char *src, int reattach, char *err)
 	for (int i = 0; i < 20; i++) {
 		if (sl_cmd(env->st, argv, NULL, 0, 60000, &o) < 0)
 			return sl_fail("sbcast", &o, err);
-		if (o.status == 0 || (reattach && strstr(o.err, "exists")))
+		if (o.status == 0)
 			return HS_OK;
 		if (sl_unreachable(&o))
 			break;
 		struct timespec ts = { 0, 250 * 1000L * 1000L };
 		nanosleep(&ts, NULL);
 	}
-	if (reattach)
-		return HS_OK; /* the daemon most likely runs its copy already */
 	int32_t rc = sl_fail("sbcast", &o, err);
 	char m[HS_ERR_MAX];
 	snprintf(m, sizeof(m), "cannot copy hs-runner to the job's node: %s (or install it there and "

@@ -14,7 +14,7 @@ int32_t sl_job_query(struct sl_env *env, struct sl_jobinfo *ji, char *err);
 int32_t sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
                     const char *session, char *err);
 /* Copy the runner into the job's node. */
-int32_t sl_job_sbcast(struct sl_env *env, const char *src, int reattach, char *err);
+int32_t sl_job_sbcast(struct sl_env *env, const char *src, char *err);
 /* Report (and renew, where allowed) a job near its time limit. */
 void sl_job_time_check(struct sl_env *env, const struct sl_opts *op, const struct sl_jobinfo *ji,
                        char *note, size_t notelen);
@@ -23,6 +23,9 @@ int32_t sl_job_cancel(struct sl_env *env, char *err);
 
 /* 16 random hex digits naming the node-side directory. */
 void sl_nonce(char *out, size_t len);
+
+/* A pending reason that no wait will cure (the request exceeds the partition). */
+int sl_never_starts(const char *reason);
 
 /* Waiting states (pending and the like); and why an ended state ended. */
 int sl_job_waiting(const char *state);

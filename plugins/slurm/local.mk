@@ -10,3 +10,5 @@ TESTS += tests/slurm/session.test
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/lib.sh tests/slurm/session.test
 TESTS += tests/slurm/pending.test
 EXTRA_DIST += tests/slurm/pending.test
+TESTS += tests/slurm/errors.test
+EXTRA_DIST += tests/slurm/errors.test

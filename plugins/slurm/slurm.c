@@ -346,6 +346,7 @@ sl_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	snprintf(env->name, sizeof(env->name), "%s", spec->env_name);
 	snprintf(env->session, sizeof(env->session), "%s", spec->session ? spec->session : spec->env_name);
 	snprintf(env->recpath, sizeof(env->recpath), "%s/%s.job", st->host->state_dir, env->name);
+	snprintf(env->logpath, sizeof(env->logpath), "%s/%s.log", st->host->state_dir, env->name);
 
 	/*
 	 * Only the record is looked at here: the job is submitted, and waited
@@ -414,8 +415,14 @@ ensure_job(struct sl_env *env, char *err)
 	rc = sl_job_wait(env, &env->op, &ji, env->session, err);
 	if (rc != HS_OK)
 		return rc;
-	if (env->op.sbcast_size > 0) {
-		rc = sl_job_sbcast(env, env->st->host->runner_path, !fresh, err);
+	/*
+	 * Only a job submitted here needs its copy: a re-attached one got it
+	 * from the hs that submitted it (if that hs died first, the job script
+	 * gives up waiting for the copy, the job ends, and the next open
+	 * submits a new one).
+	 */
+	if (fresh && env->op.sbcast_size > 0) {
+		rc = sl_job_sbcast(env, env->st->host->runner_path, err);
 		if (rc != HS_OK) {
 			char e2[HS_ERR_MAX];
 			sl_job_cancel(env, e2);
@@ -494,6 +501,9 @@ spawn_step(struct sl_env *env, const char *const *tail, int32_t *fd, pid_t *pidp
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+	/* srun's own messages go to a private log next to the record, not into hs's output. */
+	posix_spawn_file_actions_addopen(&fa, 2, env->logpath,
+	                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	posix_spawnattr_init(&at);
 	/* Its own process group: a Ctrl-C meant for hs is a cancel, not srun's. */
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
@@ -576,6 +586,7 @@ sl_close(void *envp, uint32_t flags, char *err)
 				nanosleep(&ts, NULL);
 			}
 			sl_record_remove(env->recpath);
+			unlink(env->logpath);
 		}
 	}
 	free(env);

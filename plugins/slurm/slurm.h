@@ -57,6 +57,7 @@ struct sl_env {
 	struct sl_state *st;
 	char name[128];          /* the environment's name */
 	char recpath[1024];      /* state_dir/NAME.job */
+	char logpath[1024];      /* state_dir/NAME.log: srun's messages */
 	struct sl_record rec;      /* rec.job empty: no job yet */
 	struct sl_opts op;
 	int persistent;          /* a named session: close(KEEP) keeps the job */

@@ -126,7 +126,10 @@ slurm_stop() {
 		ls -l /proc/$p/fd 2>/dev/null | grep -qF "$SL_DIR/" || continue
 		kill -9 $(sl_tree "$p") 2>/dev/null
 	done
-	[ -n "${SL_MUNGED:-}" ] && kill "$SL_MUNGED" 2>/dev/null
+	if [ -n "${SL_MUNGED:-}" ]; then
+		kill "$SL_MUNGED" 2>/dev/null
+		for i in $(seq 50); do kill -0 "$SL_MUNGED" 2>/dev/null || break; sleep 0.1; done
+	fi
 	SL_CTLD= SL_SLURMD= SL_MUNGED=
 	[ "${HS_KEEP_TEST_DIRS:-0}" = 1 ] || rm -rf "$SL_DIR"
 }
