@@ -313,7 +313,7 @@ sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
 		}
 		uint64_t waited = h->now_ms(h->ctx) - start;
 		if (!logged && waited > 3000) {
-			h->log(h->ctx, HS_LOG_INFO, "slurm job %s is %s (%s); waiting up to %llds", env->rec.job,
+			h->log(h->ctx, HS_LOG_WARN, "slurm job %s is %s (%s); waiting up to %llds", env->rec.job,
 			       ji->state, ji->reason, (long long)op->wait_s);
 			logged = 1;
 		}
