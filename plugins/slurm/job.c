@@ -292,8 +292,10 @@ sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
 		int32_t rc = sl_job_query(env, ji, err);
 		if (rc != HS_OK)
 			return rc;
-		if (strcmp(ji->state, "RUNNING") == 0)
+		if (strcmp(ji->state, "RUNNING") == 0) {
+			ji->waited = i > 0;
 			return HS_OK;
+		}
 		if (!sl_job_waiting(ji->state)) {
 			snprintf(err, HS_ERR_MAX, "slurm job %s ended (%s) before it started: %s", env->rec.job,
 			         ji->state, sl_job_ended_why(ji->state));
@@ -312,7 +314,7 @@ sl_job_wait(struct sl_env *env, const struct sl_opts *op, struct sl_jobinfo *ji,
 			return HS_E_CONFIG;
 		}
 		uint64_t waited = h->now_ms(h->ctx) - start;
-		if (!logged && waited > 3000) {
+		if (!logged && waited > 3000 && op->wait_s >= 10) {
 			h->log(h->ctx, HS_LOG_WARN, "slurm job %s is %s (%s); waiting up to %llds", env->rec.job,
 			       ji->state, ji->reason, (long long)op->wait_s);
 			logged = 1;
@@ -361,7 +363,8 @@ sl_job_sbcast(struct sl_env *env, const char *src, char *err)
 	for (int i = 0; i < 20; i++) {
 		if (sl_cmd(env->st, argv, NULL, 0, 60000, &o) < 0)
 			return sl_fail("sbcast", &o, err);
-		if (o.status == 0)
+		/* "Text file busy": an earlier copy is already running as the daemon. */
+		if (o.status == 0 || strstr(o.err, "Text file busy"))
 			return HS_OK;
 		if (sl_unreachable(&o))
 			break;

@@ -207,6 +207,8 @@ sl_record_load(const char *path, struct sl_record *r, char *err)
 			snprintf(r->dir, sizeof(r->dir), "%s", eq);
 		else if (strcmp(line, "runner") == 0)
 			snprintf(r->runner, sizeof(r->runner), "%s", eq);
+		else if (strcmp(line, "copied") == 0)
+			r->copied = strcmp(eq, "1") == 0;
 	}
 	if (!r->job[0] || strspn(r->job, "0123456789") != strlen(r->job) || !sl_safe_word(r->dir) ||
 	    !sl_safe_word(r->runner)) {
@@ -221,8 +223,8 @@ int
 sl_record_save(const char *path, const struct sl_record *r, char *err)
 {
 	char tmp[1100], buf[2048];
-	int n = snprintf(buf, sizeof(buf), "job=%s\nnonce=%s\ndir=%s\nrunner=%s\n", r->job, r->nonce,
-	                 r->dir, r->runner);
+	int n = snprintf(buf, sizeof(buf), "job=%s\nnonce=%s\ndir=%s\nrunner=%s\ncopied=%d\n", r->job,
+	                 r->nonce, r->dir, r->runner, r->copied);
 	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {

@@ -401,7 +401,6 @@ ensure_job(struct sl_env *env, char *err)
 {
 	struct sl_jobinfo ji;
 	char note[256] = "";
-	int fresh = 0;
 	int32_t rc;
 
 	if (env->ready)
@@ -410,18 +409,16 @@ ensure_job(struct sl_env *env, char *err)
 		rc = sl_job_submit(env, &env->op, err);
 		if (rc != HS_OK)
 			return rc;
-		fresh = 1;
 	}
 	rc = sl_job_wait(env, &env->op, &ji, env->session, err);
 	if (rc != HS_OK)
 		return rc;
 	/*
-	 * Only a job submitted here needs its copy: a re-attached one got it
-	 * from the hs that submitted it (if that hs died first, the job script
-	 * gives up waiting for the copy, the job ends, and the next open
-	 * submits a new one).
+	 * The copy is made by whichever hs first sees the job run, and noted in
+	 * the record: the hs that submitted the job may have given up (or died)
+	 * while it pended.
 	 */
-	if (fresh && env->op.sbcast_size > 0) {
+	if (env->op.sbcast_size > 0 && !env->rec.copied) {
 		rc = sl_job_sbcast(env, env->st->host->runner_path, err);
 		if (rc != HS_OK) {
 			char e2[HS_ERR_MAX];
@@ -430,6 +427,9 @@ ensure_job(struct sl_env *env, char *err)
 			memset(&env->rec, 0, sizeof(env->rec));
 			return rc;
 		}
+		env->rec.copied = 1;
+		if (sl_record_save(env->recpath, &env->rec, err) < 0)
+			return HS_E_IO;
 	}
 	sl_job_time_check(env, &env->op, &ji, note, sizeof(note));
 	env->ready = 1;

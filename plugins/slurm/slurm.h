@@ -28,6 +28,7 @@ struct sl_record {
 	char nonce[40];    /* names the runtime dir on the node */
 	char dir[256];     /* the runner's runtime dir on the node */
 	char runner[512];  /* the runner's path on the node */
+	int copied;        /* sbcast put the runner there */
 };
 
 /* Settings for one open(), from the config section and the spec. */
@@ -51,6 +52,7 @@ struct sl_jobinfo {
 	char state[32];     /* squeue's %T, or GONE */
 	char reason[128];   /* squeue's %r */
 	int64_t left_s;     /* time left, -1 unlimited or unknown */
+	int waited;         /* sl_job_wait saw it pending first */
 };
 
 struct sl_env {
