@@ -12,3 +12,9 @@ TESTS += tests/slurm/pending.test
 EXTRA_DIST += tests/slurm/pending.test
 TESTS += tests/slurm/errors.test
 EXTRA_DIST += tests/slurm/errors.test
+# Per-command cost vs one srun step per command (root; starts a private cluster).
+EXTRA_DIST += bench/slurm-bench.sh
+BENCH_EXTRA += bench-slurm
+bench-slurm: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT) plugins/slurm/slurm.la
+	top_builddir=$(abs_top_builddir) top_srcdir=$(abs_top_srcdir) bash $(top_srcdir)/bench/slurm-bench.sh
+.PHONY: bench-slurm
