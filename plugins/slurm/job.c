@@ -179,7 +179,7 @@ script(struct sl_env *env, const struct sl_opts *op, char *buf, size_t len)
 		snprintf(wait_copy, sizeof(wait_copy),
 		         "i=0\n"
 		         "while ! { [ -x \"$r\" ] && [ \"$(wc -c < \"$r\")\" -eq %lld ]; }; do\n"
-		         "  i=$((i+1)); [ $i -gt 1200 ] && { echo \"hs: the runner was not copied to $r\" >&2; exit 1; }\n"
+		         "  i=$((i+1)); [ $i -gt 1200 ] && fail \"the runner was not copied to $r\"\n"
 		         "  sleep 0.1\n"
 		         "done\n", (long long)op->sbcast_size);
 	if (op->container)
@@ -199,9 +199,13 @@ script(struct sl_env *env, const struct sl_opts *op, char *buf, size_t len)
 	                 "chmod 700 \"$b\" || exit 1\n"
 	                 "trap 'rm -rf \"$d\"%s' EXIT\n"
 	                 "trap 'exit 143' TERM INT HUP\n"
+	                 /* Why the job failed, for the attach step to pass on (attach_sh). */
+	                 "fail() { echo \"$1\" > \"$d.err\"; exit 1; }\n"
 	                 "%s"
-	                 "[ -x \"$r\" ] || { echo \"hs: '$r' is not executable on $(hostname)\" >&2; exit 1; }\n"
-	                 "%s\"$r\" --daemon --foreground --dir \"$d\" --idle %d\n",
+	                 "[ -x \"$r\" ] || fail \"'$r' is not executable on $(hostname) (slurm.runner_path)\"\n"
+	                 "%s\"$r\" --daemon --foreground --dir \"$d\" --idle %d\n"
+	                 "rc=$?\n"
+	                 "[ $rc -eq 0 ] || fail \"hs-runner exited with status $rc on $(hostname)\"\n",
 	                 env->name, op->base, r->dir, r->runner, op->sbcast_size > 0 ? " \"$r\"" : "",
 	                 wait_copy, ctr, op->idle_s);
 	return n > 0 && (size_t)n < len ? 0 : -1;

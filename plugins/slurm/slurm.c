@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -465,13 +466,97 @@ reap(struct sl_env *env, int block_ms)
 	}
 }
 
-/* The attach step waits (bounded) for the daemon's socket, since the job
- * script may still be starting it; positional arguments keep paths out of
- * the shell text. */
+/*
+ * The attach step waits (bounded) for the daemon's socket, since the job
+ * script may still be starting it, then writes one byte, R, and becomes
+ * hs-runner --attach; if the job script failed it writes E and the reason
+ * instead.  runner_stream reads that first byte, so a failure is reported
+ * with its reason instead of as a silent end of stream.  Positional
+ * arguments keep paths out of the shell text.
+ */
 static const char attach_sh[] =
-	"i=0; while [ ! -S \"$1/sock\" ]; do i=$((i+1)); "
-	"if [ $i -gt 300 ]; then echo \"hs: no hs-runner daemon in $1 on $(hostname)\" >&2; exit 1; fi; "
-	"sleep 0.1; done; exec \"$2\" --attach --dir \"$1\"";
+	"i=0; while [ ! -S \"$1/sock\" ]; do "
+	"if [ -s \"$1.err\" ]; then printf E; cat \"$1.err\"; rm -f \"$1.err\"; exit 1; fi; "
+	"i=$((i+1)); if [ $i -gt 300 ]; then echo \"Eno hs-runner daemon in $1 on $(hostname) after 30s\"; exit 1; fi; "
+	"sleep 0.1; done; printf R; exec \"$2\" --attach --dir \"$1\"";
+
+/* The last line of the session's srun log, for a stream that ended at once. */
+static void
+log_tail(const char *path, char *out, size_t len)
+{
+	char buf[2048];
+	out[0] = '\0';
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	off_t end = lseek(fd, 0, SEEK_END);
+	off_t from = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	snprintf(out, len, "%s", sl_lastline(buf));
+}
+
+/* Wait for the attach step's first byte (see attach_sh). */
+static int32_t
+step_ready(struct sl_env *env, int fd, char *err)
+{
+	const struct hs_host_v1 *h = env->st->host;
+	uint64_t end = h->now_ms(h->ctx) + 45000;
+	char c = 0, msg[400] = "";
+	size_t mlen = 0;
+	for (;;) {
+		int64_t left = (int64_t)(end - h->now_ms(h->ctx));
+		struct pollfd pf = { fd, POLLIN, 0 };
+		if (left <= 0) {
+			snprintf(err, HS_ERR_MAX, "the attach step of slurm job %s did not answer in 45s",
+			         env->rec.job);
+			return HS_E_TIMEOUT;
+		}
+		int r = poll(&pf, 1, (int)left);
+		if (r <= 0)
+			continue;
+		if (!c) {
+			ssize_t n = read(fd, &c, 1);
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n <= 0)
+				break;
+			if (c == 'R')
+				return HS_OK;
+			if (c != 'E') {
+				snprintf(err, HS_ERR_MAX, "the attach step of slurm job %s answered 0x%02x, "
+				         "not R", env->rec.job, (unsigned char)c);
+				return HS_E_PROTOCOL;
+			}
+			continue;
+		}
+		ssize_t n = read(fd, msg + mlen, sizeof(msg) - 1 - mlen);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break;
+		mlen += (size_t)n;
+		if (mlen >= sizeof(msg) - 1 || memchr(msg, '\n', mlen))
+			break;
+	}
+	msg[mlen] = '\0';
+	if (c == 'E' && msg[0]) {
+		snprintf(err, HS_ERR_MAX, "slurm job %s: %s", env->rec.job, sl_lastline(msg));
+		return HS_E_UNAVAILABLE;
+	}
+	/* The step ended without a word: the job's state, else srun's own message. */
+	int32_t rc = running(env, err);
+	if (rc != HS_OK)
+		return rc;
+	char tail[300];
+	log_tail(env->logpath, tail, sizeof(tail));
+	snprintf(err, HS_ERR_MAX, "the attach step of slurm job %s ended at once%s%s", env->rec.job,
+	         tail[0] ? ": " : "", tail);
+	return HS_E_IO;
+}
 
 static int32_t
 spawn_step(struct sl_env *env, const char *const *tail, int32_t *fd, pid_t *pidp, char *err)
@@ -541,7 +626,16 @@ sl_runner_stream(void *envp, int32_t *fd, char *err)
 		return rc;
 	const char *tail[] = { "/bin/sh", "-c", attach_sh, "hs-attach", env->rec.dir, env->rec.runner,
 		               NULL };
-	return spawn_step(env, tail, fd, &env->streams[slot], err);
+	rc = spawn_step(env, tail, fd, &env->streams[slot], err);
+	if (rc != HS_OK)
+		return rc;
+	rc = step_ready(env, *fd, err);
+	if (rc != HS_OK) {
+		close(*fd);
+		*fd = -1;
+		reap(env, 5000);
+	}
+	return rc;
 }
 
 /* Stop the daemon through a step (every command killed, TERM/grace/KILL),
