@@ -200,7 +200,8 @@ script(struct sl_env *env, const struct sl_opts *op, char *buf, size_t len)
 	                 "trap 'rm -rf \"$d\"%s' EXIT\n"
 	                 "trap 'exit 143' TERM INT HUP\n"
 	                 /* Why the job failed, for the attach step to pass on (attach_sh). */
-	                 "fail() { echo \"$1\" > \"$d.err\"; exit 1; }\n"
+	                 /* It lingers, so the attach step that hs starts next can still pass it on. */
+	                 "fail() { echo \"$1\" > \"$d.err\"; sleep 15; exit 1; }\n"
 	                 "%s"
 	                 "[ -x \"$r\" ] || fail \"'$r' is not executable on $(hostname) (slurm.runner_path)\"\n"
 	                 "%s\"$r\" --daemon --foreground --dir \"$d\" --idle %d\n"
