@@ -1,0 +1,58 @@
+/*
+ * modal.h - the modal backend's shared state (see hs-modal(7)).
+ */
+#ifndef HS_MODAL_H
+#define HS_MODAL_H
+
+#include <stdint.h>
+
+#include <hs/backend.h>
+
+#include "grpc.h"
+
+struct md_state {
+	const struct hs_host_v1 *host;
+};
+
+struct md_env {
+	struct md_state *st;
+	struct hs_credentials cred;
+	int managed;
+	struct mg_client g;        /* direct mode */
+	char env_name[128];
+	char app_id[128];
+	char sandbox_id[128];
+	char task_id[128];
+	char record[1024];         /* state file holding the sandbox id for re-attach */
+	char image[256];
+	char app_name[128];
+	char environment[128];     /* Modal environment name, "" for the default */
+	uint32_t timeout_secs, milli_cpu, memory_mb;
+	int block_network;
+	volatile int cancel;       /* set by cancel() for cur_exec */
+	volatile uint64_t cur_exec;
+	uint64_t drops;            /* output streams resumed after a break (for tests) */
+};
+
+/* Direct mode (direct.c). */
+int32_t md_direct_open(struct md_env *e, int reattach, char *err);
+int32_t md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_result *res,
+                       char *err);
+int32_t md_direct_terminate(struct md_env *e, char *err);
+
+/* Managed mode (managed.c). */
+int32_t md_managed_open(struct md_env *e, int reattach, char *err);
+int32_t md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_result *res,
+                        char *err);
+int32_t md_managed_terminate(struct md_env *e, char *err);
+
+/*
+ * The wrapper every command runs in: it records its pid (so a timed-out or
+ * cancelled command can be killed remotely, with its process group), enters
+ * the working directory, and execs env with the per-command variables.
+ * argv: sh -c WRAP hs PIDFILE CWD [K=V...] ARGV...
+ */
+#define MD_WRAP "echo $$ > \"$1\"; if [ -n \"$2\" ]; then cd \"$2\" || exit 125; fi; shift 2; exec env \"$@\""
+#define MD_KILL "p=$(cat \"$1\" 2>/dev/null) && { kill -KILL -- -\"$p\" 2>/dev/null; kill -KILL \"$p\" 2>/dev/null; }; rm -f \"$1\""
+
+#endif
