@@ -311,15 +311,13 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
 			st = HS_E_PROTOCOL;
 			goto out;
 		}
-		if (st == HS_E_IO) {
+		if (st == HS_E_IO || (st == HS_E_TIMEOUT && !deadline)) {
 			/* A broken stream: resume from the last batch index seen. */
 			if (o.last == before && ++drops > MD_MAX_DROPS)
 				goto out;
 			e->drops++;
 			continue;
 		}
-		if (st == HS_E_TIMEOUT && !deadline)
-			continue; /* only our own long-poll bound passed */
 		if (st != HS_OK)
 			goto stop;
 	}

@@ -188,7 +188,12 @@ mg_call(struct mg_client *c, const char *method, const struct pb_buf *req, struc
 	curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 	curl_easy_setopt(cu, CURLOPT_FOLLOWLOCATION, 0L);
 
+	/* The deadline is exact through libcurl's own timer; the progress callback adds cancel. */
+	uint64_t t0 = c->now_ms(c->now_ctx);
+	curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, k.deadline_at > t0 ? (long)(k.deadline_at - t0) : 1L);
 	CURLcode rc = curl_easy_perform(cu);
+	if (rc == CURLE_OPERATION_TIMEDOUT && !k.stopped)
+		k.timed_out = 1;
 	long code = 0;
 	curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &code);
 	k.http_status = (int)code;

@@ -8,3 +8,15 @@ plugins_modal_modal_la_LDFLAGS = -module -avoid-version -shared -export-symbols-
 plugins_modal_modal_la_LIBADD = $(CURL_LIBS) $(YAJL_LIBS) $(PTHREAD_LIBS)
 dist_confd_DATA += conf/conf.d/modal.conf
 EXTRA_DIST += plugins/modal/modal.proto
+dist_man_MANS += man/hs-modal.7
+
+# Tests: the encoder against protoc, and the plugin against a local emulator
+# of Modal's gRPC API and of the gateway (tests/modal/emulator.py).
+check_PROGRAMS += tests/modal/pbcheck tests/modal/drive
+tests_modal_pbcheck_SOURCES = tests/modal/pbcheck.c plugins/modal/pb.c plugins/modal/pb.h
+tests_modal_drive_SOURCES = tests/modal/drive.c
+tests_modal_drive_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/sdk
+tests_modal_drive_LDADD = sdk/libhsfakehost.a $(HS_SAFETY_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/modal/pb.test tests/modal/direct.test tests/modal/managed.test
+EXTRA_DIST += tests/modal/pb.test tests/modal/direct.test tests/modal/managed.test \
+	tests/modal/lib.sh tests/modal/emulator.py

@@ -125,7 +125,11 @@ request(struct md_env *e, const char *method, const char *path, const char *json
 	curl_easy_setopt(cu, CURLOPT_XFERINFODATA, &pg);
 	curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	uint64_t t0 = e->st->host->now_ms(e->st->host->ctx);
+	curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, pg.deadline > t0 ? (long)(pg.deadline - t0) : 1L);
 	CURLcode rc = curl_easy_perform(cu);
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		pg.timed_out = 1;
 	long code = 0;
 	curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &code);
 	if (code_out)

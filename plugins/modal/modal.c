@@ -249,6 +249,8 @@ md_exec(void *env, const struct hs_exec_req *req, struct hs_exec_result *res, ch
 	__atomic_store_n(&e->cur_exec, req->exec_id, __ATOMIC_SEQ_CST);
 	int32_t st = e->managed ? md_managed_exec(e, req, res, err) : md_direct_exec(e, req, res, err);
 	__atomic_store_n(&e->cur_exec, 0, __ATOMIC_SEQ_CST);
+	/* A cancel that came after the end must not stop the next call. */
+	__atomic_store_n(&e->cancel, 0, __ATOMIC_SEQ_CST);
 	return st;
 }
 
