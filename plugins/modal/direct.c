@@ -245,17 +245,109 @@ remote_kill(struct md_env *e, const char *pidfile)
 	pb_buf_free(&r);
 }
 
+/* Send stdin (in 1 MiB messages, then eof) to a started exec. */
+static int32_t
+put_input(struct md_env *e, const char *exec_id, const void *data, uint64_t len, uint64_t deadline,
+          char *err)
+{
+	struct pb_buf q = { 0 }, r = { 0 }, sub = { 0 };
+	uint64_t idx = 1, off = 0;
+	int32_t st = HS_OK;
+	do {
+		uint64_t n = len - off > (1u << 20) ? (1u << 20) : len - off;
+		pb_str(&q, 1, exec_id);
+		if (n)
+			pb_bytes(&sub, 1, (const uint8_t *)data + off, (size_t)n);
+		pb_uint(&sub, 2, idx++);
+		pb_bool(&sub, 3, off + n >= len);
+		pb_msg(&q, 2, &sub);
+		pb_buf_free(&sub);
+		st = mg_call(&e->g, "ContainerExecPutInput", &q, &r, NULL, NULL, deadline, MD_UNARY_MS, err);
+		pb_buf_free(&q);
+		pb_buf_free(&r);
+		off += n;
+	} while (st == HS_OK && off < len);
+	return st;
+}
+
+/* Write data to a private file in the sandbox (exec of sh and cat); HS_OK when it exited 0. */
+static int32_t
+put_file(struct md_env *e, const char *path, const char *data, size_t len, uint64_t deadline, char *err)
+{
+	struct pb_buf q = { 0 }, r = { 0 };
+	char exec_id[128];
+	int32_t st;
+	pb_str(&q, 1, e->task_id);
+	pb_str_rep(&q, 2, "/bin/sh");
+	pb_str_rep(&q, 2, "-c");
+	pb_str_rep(&q, 2, MD_PUTFILE);
+	pb_str_rep(&q, 2, "hs");
+	pb_str_rep(&q, 2, path);
+	if ((st = unary(e, "ContainerExec", &q, &r, err)) != HS_OK)
+		goto out;
+	get_str(&r, 1, exec_id, sizeof(exec_id));
+	pb_buf_free(&r);
+	if ((st = put_input(e, exec_id, data, len, deadline, err)) != HS_OK)
+		goto out;
+	for (int i = 0; i < 10; i++) {
+		int completed = 0;
+		int32_t code = -1;
+		pb_str(&q, 1, exec_id);
+		pb_float(&q, 2, 10.0f);
+		st = mg_call(&e->g, "ContainerExecWait", &q, &r, NULL, NULL, deadline, 20000, err);
+		pb_buf_free(&q);
+		if (st != HS_OK)
+			goto out;
+		struct pb_reader rd;
+		struct pb_field f;
+		pb_reader_init(&rd, r.data, r.len);
+		while (pb_next(&rd, &f) > 0) {
+			if (f.num == 1 && f.wire == 0)
+				code = (int32_t)f.v;
+			else if (f.num == 2 && f.wire == 0)
+				completed = f.v != 0;
+		}
+		pb_buf_free(&r);
+		if (completed) {
+			if (code != 0) {
+				snprintf(err, HS_ERR_MAX, "modal: cannot write '%s' in the sandbox (exit %d)", path, code);
+				st = HS_E_IO;
+			}
+			goto out;
+		}
+	}
+	snprintf(err, HS_ERR_MAX, "modal: writing '%s' in the sandbox did not finish", path);
+	st = HS_E_TIMEOUT;
+out:
+	pb_buf_free(&q);
+	pb_buf_free(&r);
+	return st;
+}
+
 int32_t
 md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_result *res,
                char *err)
 {
 	struct pb_buf q = { 0 }, r = { 0 }, sub = { 0 };
-	char exec_id[128], pidfile[96];
+	char exec_id[128], pidfile[96], envfile[96];
 	uint64_t deadline = req->deadline_ms > 0 ? now(e) + (uint64_t)req->deadline_ms : 0;
 	int32_t st;
 
 	snprintf(pidfile, sizeof(pidfile), "/tmp/.hs-exec-%llu-%llu",
 	         (unsigned long long)req->exec_id, (unsigned long long)now(e));
+	snprintf(envfile, sizeof(envfile), "/tmp/.hs-env-%llu-%llu",
+	         (unsigned long long)req->exec_id, (unsigned long long)now(e));
+	if (req->n_env) {
+		size_t len = 0;
+		char *script = md_env_script(req, &len, err);
+		if (!script)
+			return HS_E_INVALID;
+		st = put_file(e, envfile, script, len, deadline, err);
+		explicit_bzero(script, len);
+		free(script);
+		if (st != HS_OK)
+			goto stop_early;
+	}
 	pb_str(&q, 1, e->task_id);
 	pb_str_rep(&q, 2, "/bin/sh");
 	pb_str_rep(&q, 2, "-c");
@@ -263,8 +355,7 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
 	pb_str_rep(&q, 2, "hs");
 	pb_str_rep(&q, 2, pidfile);
 	pb_str_rep(&q, 2, req->cwd ? req->cwd : "");
-	for (uint32_t i = 0; i < req->n_env; i++)
-		pb_str_rep(&q, 2, req->envp[i]);
+	pb_str_rep(&q, 2, req->n_env ? envfile : "");
 	for (uint32_t i = 0; i < req->argc; i++)
 		pb_str_rep(&q, 2, req->argv[i]);
 	if ((st = unary(e, "ContainerExec", &q, &r, err)) != HS_OK)
@@ -276,25 +367,8 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
 		st = HS_E_PROTOCOL;
 		goto out;
 	}
-
-	/* stdin in 1 MiB messages, then eof, so a command reading stdin ends. */
-	uint64_t idx = 1, off = 0;
-	do {
-		uint64_t n = req->stdin_len - off > (1u << 20) ? (1u << 20) : req->stdin_len - off;
-		pb_str(&q, 1, exec_id);
-		if (n)
-			pb_bytes(&sub, 1, (const uint8_t *)req->stdin_data + off, (size_t)n);
-		pb_uint(&sub, 2, idx++);
-		pb_bool(&sub, 3, off + n >= req->stdin_len);
-		pb_msg(&q, 2, &sub);
-		pb_buf_free(&sub);
-		st = mg_call(&e->g, "ContainerExecPutInput", &q, &r, NULL, NULL, deadline, MD_UNARY_MS, err);
-		pb_buf_free(&q);
-		pb_buf_free(&r);
-		if (st != HS_OK)
-			goto stop;
-		off += n;
-	} while (off < req->stdin_len);
+	if ((st = put_input(e, exec_id, req->stdin_data, req->stdin_len, deadline, err)) != HS_OK)
+		goto stop;
 
 	struct out_ctx o = { .req = req };
 	unsigned drops = 0;
@@ -338,8 +412,10 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
 	st = HS_OK;
 	goto out;
 stop:
-	if (st == HS_E_TIMEOUT || st == HS_E_CANCELLED) {
+	if (st == HS_E_TIMEOUT || st == HS_E_CANCELLED)
 		remote_kill(e, pidfile);
+stop_early:
+	if (st == HS_E_TIMEOUT || st == HS_E_CANCELLED) {
 		if (st == HS_E_TIMEOUT) {
 			res->timed_out = 1;
 			res->exit_code = 124;

@@ -304,26 +304,107 @@ md_managed_terminate(struct md_env *e, char *err)
 	return st == HS_E_NOTFOUND ? HS_OK : st;
 }
 
+/* Write data to a private file in the sandbox through an exec of sh and cat. */
+static int32_t
+put_file(struct md_env *e, const char *path, const char *data, size_t len, uint64_t deadline,
+         char *err)
+{
+	char p[600];
+	yajl_val v = NULL;
+	yajl_gen g = yajl_gen_alloc(NULL);
+	yajl_gen_map_open(g);
+	yajl_gen_string(g, (const unsigned char *)"argv", 4);
+	yajl_gen_array_open(g);
+	const char *argv[] = { "/bin/sh", "-c", MD_PUTFILE, "hs", path };
+	for (size_t i = 0; i < 5; i++)
+		yajl_gen_string(g, (const unsigned char *)argv[i], strlen(argv[i]));
+	yajl_gen_array_close(g);
+	char *in = b64_encode((const uint8_t *)data, len);
+	if (in) {
+		gkv(g, "stdin_b64", in);
+		explicit_bzero(in, strlen(in));
+	}
+	free(in);
+	yajl_gen_map_close(g);
+	char *body = gen_done(g);
+	if (!body) {
+		snprintf(err, HS_ERR_MAX, "out of memory");
+		return HS_E_NOMEM;
+	}
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/execs", e->sandbox_id);
+	int32_t st = request(e, "POST", p, body, 1, deadline, &v, NULL, err);
+	explicit_bzero(body, strlen(body));
+	free(body);
+	const char *id = jstr(v, "id");
+	char eid[128] = "";
+	if (st == HS_OK && id && id[0] && strlen(id) < sizeof(eid) && !strchr(id, '/'))
+		snprintf(eid, sizeof(eid), "%s", id);
+	yajl_tree_free(v);
+	if (st != HS_OK)
+		return st;
+	if (!eid[0]) {
+		snprintf(err, HS_ERR_MAX, "gateway: no valid exec id in the answer");
+		return HS_E_PROTOCOL;
+	}
+	for (int i = 0; i < 10; i++) {
+		snprintf(p, sizeof(p), "/v1/sandboxes/%s/execs/%s/output?offset=0&wait_ms=10000", e->sandbox_id, eid);
+		v = NULL;
+		st = request(e, "GET", p, NULL, 1, deadline, &v, NULL, err);
+		if (st != HS_OK)
+			return st;
+		const char *dp[] = { "done", NULL }, *xp[] = { "exit_code", NULL };
+		yajl_val done = yajl_tree_get(v, dp, yajl_t_any);
+		yajl_val code = yajl_tree_get(v, xp, yajl_t_number);
+		int fin = done && YAJL_IS_TRUE(done);
+		long long x = code && YAJL_IS_INTEGER(code) ? YAJL_GET_INTEGER(code) : -1;
+		yajl_tree_free(v);
+		if (fin) {
+			if (x == 0)
+				return HS_OK;
+			snprintf(err, HS_ERR_MAX, "modal: cannot write '%s' in the sandbox (exit %lld)", path, x);
+			return HS_E_IO;
+		}
+	}
+	snprintf(err, HS_ERR_MAX, "modal: writing '%s' in the sandbox did not finish", path);
+	return HS_E_TIMEOUT;
+}
+
 int32_t
 md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_result *res,
                 char *err)
 {
-	char path[600], eid[128], pidfile[96];
+	char path[600], eid[128], pidfile[96], envfile[96];
 	uint64_t deadline = req->deadline_ms > 0
 	                        ? e->st->host->now_ms(e->st->host->ctx) + (uint64_t)req->deadline_ms : 0;
 	yajl_val v = NULL;
 	int32_t st;
 
-	snprintf(pidfile, sizeof(pidfile), "/tmp/.hs-exec-%llu", (unsigned long long)req->exec_id);
+	uint64_t t = e->st->host->now_ms(e->st->host->ctx);
+	snprintf(pidfile, sizeof(pidfile), "/tmp/.hs-exec-%llu-%llu", (unsigned long long)req->exec_id,
+	         (unsigned long long)t);
+	snprintf(envfile, sizeof(envfile), "/tmp/.hs-env-%llu-%llu", (unsigned long long)req->exec_id,
+	         (unsigned long long)t);
+	eid[0] = '\0';
+	path[0] = '\0';
+	if (req->n_env) {
+		size_t len = 0;
+		char *script = md_env_script(req, &len, err);
+		if (!script)
+			return HS_E_INVALID;
+		st = put_file(e, envfile, script, len, deadline, err);
+		explicit_bzero(script, len);
+		free(script);
+		if (st != HS_OK)
+			goto stop;
+	}
 	yajl_gen g = yajl_gen_alloc(NULL);
 	yajl_gen_map_open(g);
 	yajl_gen_string(g, (const unsigned char *)"argv", 4);
 	yajl_gen_array_open(g);
-	const char *pre[] = { "/bin/sh", "-c", MD_WRAP, "hs", pidfile, req->cwd ? req->cwd : "" };
-	for (size_t i = 0; i < 6; i++)
+	const char *pre[] = { "/bin/sh", "-c", MD_WRAP, "hs", pidfile, req->cwd ? req->cwd : "",
+		              req->n_env ? envfile : "" };
+	for (size_t i = 0; i < 7; i++)
 		yajl_gen_string(g, (const unsigned char *)pre[i], strlen(pre[i]));
-	for (uint32_t i = 0; i < req->n_env; i++)
-		yajl_gen_string(g, (const unsigned char *)req->envp[i], strlen(req->envp[i]));
 	for (uint32_t i = 0; i < req->argc; i++)
 		yajl_gen_string(g, (const unsigned char *)req->argv[i], strlen(req->argv[i]));
 	yajl_gen_array_close(g);
@@ -414,7 +495,7 @@ md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_
 stop:
 	if (st == HS_E_TIMEOUT || st == HS_E_CANCELLED) {
 		char e2[HS_ERR_MAX];
-		if (eid[0] && strchr(path, 'x')) {
+		if (eid[0]) {
 			snprintf(path, sizeof(path), "/v1/sandboxes/%s/execs/%s/cancel", e->sandbox_id, eid);
 			if (request(e, "POST", path, NULL, 0, 0, NULL, NULL, e2) != HS_OK)
 				e->st->host->log(e->st->host->ctx, HS_LOG_WARN, "modal: cannot cancel: %s", e2);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,46 @@ fail:
 	explicit_bzero(&e->g, sizeof(e->g));
 	free(e);
 	return rc;
+}
+
+char *
+md_env_script(const struct hs_exec_req *req, size_t *len, char *err)
+{
+	size_t cap = 1;
+	for (uint32_t i = 0; i < req->n_env; i++)
+		cap += 16 + 4 * strlen(req->envp[i]);
+	char *s = malloc(cap), *o = s;
+	if (!s) {
+		snprintf(err, HS_ERR_MAX, "out of memory");
+		return NULL;
+	}
+	for (uint32_t i = 0; i < req->n_env; i++) {
+		const char *kv = req->envp[i], *eq = strchr(kv, '=');
+		int ok = eq && eq > kv && !(kv[0] >= '0' && kv[0] <= '9');
+		for (const char *p = kv; ok && p < eq; p++)
+			ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			     *p == '_';
+		if (!ok) {
+			snprintf(err, HS_ERR_MAX, "exec: variable '%.*s' is not a shell name",
+			         (int)(eq ? eq - kv : (ptrdiff_t)strlen(kv)), kv);
+			free(s);
+			return NULL;
+		}
+		o += sprintf(o, "export %.*s='", (int)(eq - kv), kv);
+		for (const char *p = eq + 1; *p; p++) {
+			if (*p == '\'') {
+				memcpy(o, "'\\''", 4);
+				o += 4;
+			} else {
+				*o++ = *p;
+			}
+		}
+		*o++ = '\'';
+		*o++ = '\n';
+	}
+	*o = '\0';
+	*len = (size_t)(o - s);
+	return s;
 }
 
 static int32_t

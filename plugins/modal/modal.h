@@ -48,11 +48,22 @@ int32_t md_managed_terminate(struct md_env *e, char *err);
 
 /*
  * The wrapper every command runs in: it records its pid (so a timed-out or
- * cancelled command can be killed remotely, with its process group), enters
- * the working directory, and execs env with the per-command variables.
- * argv: sh -c WRAP hs PIDFILE CWD [K=V...] ARGV...
+ * cancelled command can be killed remotely, with its process group), reads
+ * the per-command variables from a private file written just before (so
+ * their values never appear on a command line), enters the working
+ * directory and execs the command.
+ * argv: sh -c MD_WRAP hs PIDFILE CWD ENVFILE ARGV...  (CWD, ENVFILE may be "")
  */
-#define MD_WRAP "echo $$ > \"$1\"; if [ -n \"$2\" ]; then cd \"$2\" || exit 125; fi; shift 2; exec env \"$@\""
+#define MD_WRAP "echo $$ > \"$1\"; if [ -n \"$3\" ]; then . \"$3\" || exit 125; rm -f \"$3\"; fi; " \
+	"if [ -n \"$2\" ]; then cd \"$2\" || exit 125; fi; shift 3; exec \"$@\""
 #define MD_KILL "p=$(cat \"$1\" 2>/dev/null) && { kill -KILL -- -\"$p\" 2>/dev/null; kill -KILL \"$p\" 2>/dev/null; }; rm -f \"$1\""
+/* Writes stdin to a new private file: sh -c MD_PUTFILE hs PATH. */
+#define MD_PUTFILE "umask 077 && cat > \"$1\""
+
+/*
+ * The per-command variables as "export K='V'" lines (malloc'd, *len set), or
+ * NULL with err for a name that is not a shell identifier.
+ */
+char *md_env_script(const struct hs_exec_req *req, size_t *len, char *err);
 
 #endif
