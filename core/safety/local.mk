@@ -70,12 +70,12 @@ fuzz-analyse: $(core_safety_libhssafety_a_SOURCES) core/safety/fuzz-analyse.c
 		$(LIBCONFIG_LIBS) $(YAJL_LIBS)
 	$(FUZZ_RUN) analyse core/safety/fuzz-analyse $(top_srcdir)/tests/fuzz/corpus/analyse
 
-# libFuzzer target for the token-file reader: make fuzz-toml CC=clang
+# libFuzzer target for the token-file reader (make fuzz-toml; see tests/fuzz/local.mk).
 FUZZ_TARGETS += fuzz-toml
 CLEANFILES += core/safety/fuzz-toml
 fuzz-toml: core/safety/toml.c core/safety/fuzz-toml.c
-	$(CC) -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(AM_CPPFLAGS) $(CPPFLAGS) \
-		-o core/safety/fuzz-toml $(top_srcdir)/core/safety/toml.c $(top_srcdir)/core/safety/fuzz-toml.c
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o core/safety/fuzz-toml $(addprefix $(top_srcdir)/,$^)
+	$(FUZZ_RUN) toml core/safety/fuzz-toml $(top_srcdir)/tests/safety/toml-seeds
 
 .PHONY: bench-analyse fuzz-analyse fuzz-toml
 
