@@ -329,12 +329,14 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
                char *err)
 {
 	struct pb_buf q = { 0 }, r = { 0 }, sub = { 0 };
-	char exec_id[128], pidfile[96], envfile[96];
+	char exec_id[128], pidfile[96], envfile[96], secs[32] = "";
 	uint64_t deadline = req->deadline_ms > 0 ? now(e) + (uint64_t)req->deadline_ms : 0;
 	int32_t st;
 
 	snprintf(pidfile, sizeof(pidfile), "/tmp/.hs-exec-%llu-%llu",
 	         (unsigned long long)req->exec_id, (unsigned long long)now(e));
+	if (req->deadline_ms > 0)
+		snprintf(secs, sizeof(secs), "%lld", MD_BACKSTOP_S(req->deadline_ms));
 	snprintf(envfile, sizeof(envfile), "/tmp/.hs-env-%llu-%llu",
 	         (unsigned long long)req->exec_id, (unsigned long long)now(e));
 	if (req->n_env) {
@@ -356,6 +358,7 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
 	pb_str_rep(&q, 2, pidfile);
 	pb_str_rep(&q, 2, req->cwd ? req->cwd : "");
 	pb_str_rep(&q, 2, req->n_env ? envfile : "");
+	pb_str_rep(&q, 2, secs);
 	for (uint32_t i = 0; i < req->argc; i++)
 		pb_str_rep(&q, 2, req->argv[i]);
 	if ((st = unary(e, "ContainerExec", &q, &r, err)) != HS_OK)

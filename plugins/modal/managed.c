@@ -401,9 +401,12 @@ md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_
 	yajl_gen_map_open(g);
 	yajl_gen_string(g, (const unsigned char *)"argv", 4);
 	yajl_gen_array_open(g);
+	char secs[32] = "";
+	if (req->deadline_ms > 0)
+		snprintf(secs, sizeof(secs), "%lld", MD_BACKSTOP_S(req->deadline_ms));
 	const char *pre[] = { "/bin/sh", "-c", MD_WRAP, "hs", pidfile, req->cwd ? req->cwd : "",
-		              req->n_env ? envfile : "" };
-	for (size_t i = 0; i < 7; i++)
+		              req->n_env ? envfile : "", secs };
+	for (size_t i = 0; i < 8; i++)
 		yajl_gen_string(g, (const unsigned char *)pre[i], strlen(pre[i]));
 	for (uint32_t i = 0; i < req->argc; i++)
 		yajl_gen_string(g, (const unsigned char *)req->argv[i], strlen(req->argv[i]));

@@ -51,11 +51,17 @@ int32_t md_managed_terminate(struct md_env *e, char *err);
  * cancelled command can be killed remotely, with its process group), reads
  * the per-command variables from a private file written just before (so
  * their values never appear on a command line), enters the working
- * directory and execs the command.
- * argv: sh -c MD_WRAP hs PIDFILE CWD ENVFILE ARGV...  (CWD, ENVFILE may be "")
+ * directory and execs the command -- under timeout(1) when the command has
+ * a deadline and the image has it, so the deadline also holds inside the
+ * sandbox if this client goes away (set a little after the client's own).
+ * argv: sh -c MD_WRAP hs PIDFILE CWD ENVFILE SECS ARGV...  (all may be "")
  */
 #define MD_WRAP "echo $$ > \"$1\"; if [ -n \"$3\" ]; then . \"$3\" || exit 125; rm -f \"$3\"; fi; " \
-	"if [ -n \"$2\" ]; then cd \"$2\" || exit 125; fi; shift 3; exec \"$@\""
+	"if [ -n \"$2\" ]; then cd \"$2\" || exit 125; fi; t=$4; shift 4; " \
+	"if [ -n \"$t\" ] && command -v timeout >/dev/null 2>&1; then exec timeout -s KILL \"$t\" \"$@\"; fi; " \
+	"exec \"$@\""
+/* Seconds for the in-sandbox backstop of a relative deadline (0: none). */
+#define MD_BACKSTOP_S(ms) ((ms) > 0 ? (long long)(((ms) + 999) / 1000 + 2) : 0)
 #define MD_KILL "p=$(cat \"$1\" 2>/dev/null) && { kill -KILL -- -\"$p\" 2>/dev/null; kill -KILL \"$p\" 2>/dev/null; }; rm -f \"$1\""
 /* Writes stdin to a new private file: sh -c MD_PUTFILE hs PATH. */
 #define MD_PUTFILE "umask 077 && cat > \"$1\""
