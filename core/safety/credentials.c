@@ -45,6 +45,19 @@ hs_cred_wipe(struct hs_credentials *c)
 	explicit_bzero(c, sizeof(*c));
 }
 
+/*
+ * Tokens travel in HTTP headers: a control character or a space would let a
+ * planted value add headers of its own, so such a value is refused.
+ */
+static int
+header_safe(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s == 0x7f)
+			return 0;
+	return 1;
+}
+
 /* Copy a value that must fit; a token that does not is an error, not a truncation. */
 static int
 fits(char *dst, size_t len, const char *src)
@@ -112,6 +125,11 @@ try_managed(const struct hs_cred_query *q, struct hs_credentials *out, char *why
 			snprintf(why, whylen, "mode managed: no gateway %s (set %s or %s.gateway_%s)",
 			         !url ? "URL" : "token", !url ? uvar : tvar, q->provider, !url ? "url" : "token");
 		return 0;
+	}
+	if (!header_safe(tok)) {
+		snprintf(err, errlen, "mode managed: the gateway token from %s contains spaces or control "
+		         "characters", tsrc);
+		return -1;
 	}
 	if (!url_ok(url)) {
 		snprintf(err, errlen, "mode managed: gateway URL '%.200s' (from %s) must be https:// "
@@ -298,6 +316,12 @@ try_direct(const struct hs_cred_query *q, struct hs_credentials *out, char *why,
 		         !id ? "MODAL_TOKEN_ID" : "", !id && !sec ? " and " : "",
 		         !sec ? "MODAL_TOKEN_SECRET" : "", !id && !sec ? "are" : "is", where);
 		rc = 0;
+		goto out;
+	}
+	if (!header_safe(id) || !header_safe(sec)) {
+		snprintf(err, errlen, "mode direct: the token %s from %s contains spaces or control characters",
+		         !header_safe(id) ? "id" : "secret",
+		         (!header_safe(id) ? eid : esec) ? "the environment" : f->path);
 		goto out;
 	}
 	if (fits(out->id, sizeof(out->id), id) < 0 || fits(out->secret, sizeof(out->secret), sec) < 0) {

@@ -180,6 +180,11 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	e->managed = strcmp(e->cred.mode, "managed") == 0;
 	snprintf(e->env_name, sizeof(e->env_name), "%s",
 	         spec->env_name && spec->env_name[0] ? spec->env_name : "default");
+	if (strchr(e->env_name, '/') || e->env_name[0] == '.') {
+		snprintf(err, HS_ERR_MAX, "invalid environment name '%s'", e->env_name);
+		rc = HS_E_INVALID;
+		goto fail;
+	}
 	snprintf(e->app_name, sizeof(e->app_name), "%s", conf_str(st, "app", "hermes-sandbox"));
 	snprintf(e->environment, sizeof(e->environment), "%s", conf_str(st, "environment", ""));
 	snprintf(e->image, sizeof(e->image), "%s",

@@ -281,7 +281,14 @@ test_lookup_errors(void **state)
 	/* An error also stops auto from falling through to a working managed path? No:
 	 * managed is checked first and wins before the file is read; a bad gateway URL
 	 * stops direct from being used. */
+	put(f, ".modal.toml", 0600, "[bar]\nactive = true\ntoken_id = \"ak\\r\\nX-Evil: 1\"\ntoken_secret = \"as-file\"\n");
+	f->n = 0;
+	assert_int_equal(resolve(f, NULL, NULL, NULL, &c, err), HS_E_CONFIG);
+	assert_non_null(strstr(err, "token id from"));
+	assert_non_null(strstr(err, "contains spaces or control characters"));
 	unlink(p);
+	assert_int_equal(resolve(f, "auto", "https://gw", "gw secret", &c, err), HS_E_CONFIG);
+	assert_non_null(strstr(err, "gateway token from config contains"));
 	assert_int_equal(resolve(f, "auto", "ftp://gw", "gw-secret", &c, err), HS_E_CONFIG);
 	assert_int_equal(resolve(f, "sometimes", NULL, NULL, &c, err), HS_E_CONFIG);
 	assert_non_null(strstr(err, "not auto, direct or managed"));
