@@ -132,7 +132,7 @@ mg_call(struct mg_client *c, const char *method, const struct pb_buf *req, struc
 	struct call k = { .c = c, .resp = resp, .on_msg = on_msg, .ctx = ctx, .grpc_status = -1 };
 	struct pb_buf body = { 0 };
 	struct curl_slist *h = NULL;
-	char url[768], hdr[700];
+	char url[768], hdr[2200];
 	int32_t st = HS_E_PROTOCOL;
 	CURL *cu = NULL;
 	uint8_t pre[5];
@@ -149,7 +149,8 @@ mg_call(struct mg_client *c, const char *method, const struct pb_buf *req, struc
 	pre[4] = (uint8_t)req->len;
 	pb_raw(&body, pre, 5);
 	pb_raw(&body, req->data, req->len);
-	snprintf(url, sizeof(url), "%s/modal.client.ModalClient/%s", c->base, method);
+	snprintf(url, sizeof(url), "%s/%s/%s", c->base, c->service ? c->service : "modal.client.ModalClient",
+	         method);
 
 	h = curl_slist_append(h, "content-type: application/grpc");
 	h = curl_slist_append(h, "te: trailers");
@@ -157,10 +158,15 @@ mg_call(struct mg_client *c, const char *method, const struct pb_buf *req, struc
 	h = curl_slist_append(h, "x-modal-client-type: 1");
 	h = curl_slist_append(h, "x-modal-client-version: " PACKAGE_VERSION);
 	h = curl_slist_append(h, "user-agent: hermes-sandbox/" PACKAGE_VERSION);
-	snprintf(hdr, sizeof(hdr), "x-modal-token-id: %s", c->token_id);
-	h = curl_slist_append(h, hdr);
-	snprintf(hdr, sizeof(hdr), "x-modal-token-secret: %s", c->token_secret);
-	h = curl_slist_append(h, hdr);
+	if (c->bearer[0]) {
+		snprintf(hdr, sizeof(hdr), "authorization: Bearer %s", c->bearer);
+		h = curl_slist_append(h, hdr);
+	} else {
+		snprintf(hdr, sizeof(hdr), "x-modal-token-id: %s", c->token_id);
+		h = curl_slist_append(h, hdr);
+		snprintf(hdr, sizeof(hdr), "x-modal-token-secret: %s", c->token_secret);
+		h = curl_slist_append(h, hdr);
+	}
 	explicit_bzero(hdr, sizeof(hdr));
 	h = curl_slist_append(h, "expect:");
 	if (!h || body.failed || !(cu = curl_easy_init())) {

@@ -18,6 +18,9 @@ struct mg_client {
 	char base[512];        /* "https://api.modal.com", no trailing slash */
 	char token_id[256];
 	char token_secret[512];
+	/* Set for the task command router: "authorization: Bearer JWT" instead of the token. */
+	char bearer[2048];
+	const char *service;   /* NULL: "modal.client.ModalClient" */
 	const volatile int *cancel; /* non-zero: abort a call in flight (may be NULL) */
 	uint64_t (*now_ms)(void *ctx);
 	void *now_ctx;
@@ -27,7 +30,7 @@ struct mg_client {
 typedef int (*mg_on_msg)(void *ctx, const uint8_t *p, size_t n);
 
 /*
- * Call /modal.client.ModalClient/METHOD with req.  For a unary call, resp
+ * Call /SERVICE/METHOD (default service modal.client.ModalClient) with req.  For a unary call, resp
  * receives the single message; for a stream pass on_msg instead.
  * deadline_at is an absolute now_ms() value (0: timeout_ms from now).
  * Returns HS_OK; HS_E_AUTH (UNAUTHENTICATED/PERMISSION_DENIED);

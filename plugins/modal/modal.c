@@ -68,6 +68,15 @@ conf_str(struct md_state *st, const char *key, const char *dflt)
 	return dflt;
 }
 
+int
+md_url_ok(const char *u)
+{
+	if (strncmp(u, "https://", 8) == 0)
+		return u[8] != '\0';
+	return strncmp(u, "http://127.0.0.1:", 17) == 0 || strncmp(u, "http://localhost:", 17) == 0 ||
+	       strncmp(u, "http://[::1]:", 13) == 0;
+}
+
 /* Modal's API URL: https anywhere, http (h2c) only to loopback.  NULL with err when refused. */
 static const char *
 server_url(struct md_state *st, char *err)
@@ -78,10 +87,7 @@ server_url(struct md_state *st, char *err)
 		u = conf_str(st, "server_url", "https://api.modal.com");
 		from = "modal.server_url";
 	}
-	if (strncmp(u, "https://", 8) == 0)
-		return u;
-	if (strncmp(u, "http://127.0.0.1:", 17) == 0 || strncmp(u, "http://localhost:", 17) == 0 ||
-	    strncmp(u, "http://[::1]:", 13) == 0)
+	if (md_url_ok(u))
 		return u;
 	snprintf(err, HS_ERR_MAX, "%s '%.200s' must be https:// (http:// only to loopback)", from, u);
 	return NULL;
@@ -238,6 +244,7 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 fail:
 	explicit_bzero(&e->cred, sizeof(e->cred));
 	explicit_bzero(&e->g, sizeof(e->g));
+	explicit_bzero(&e->r, sizeof(e->r));
 	free(e);
 	return rc;
 }
@@ -323,6 +330,7 @@ md_close(void *env, uint32_t flags, char *err)
 	}
 	explicit_bzero(&e->cred, sizeof(e->cred));
 	explicit_bzero(&e->g, sizeof(e->g));
+	explicit_bzero(&e->r, sizeof(e->r));
 	free(e);
 	return st;
 }

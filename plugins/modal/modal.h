@@ -18,7 +18,9 @@ struct md_env {
 	struct md_state *st;
 	struct hs_credentials cred;
 	int managed;
-	struct mg_client g;        /* direct mode */
+	struct mg_client g;        /* direct mode: the API */
+	struct mg_client r;        /* direct mode: the task's command router */
+	uint64_t router_at;        /* when r's JWT was obtained (now_ms) */
 	char env_name[128];
 	char app_id[128];
 	char sandbox_id[128];
@@ -34,11 +36,18 @@ struct md_env {
 	uint64_t drops;            /* output streams resumed after a break (for tests) */
 };
 
-/* Direct mode (direct.c). */
+/* Direct mode (direct.c: sandbox lifecycle; router.c: commands). */
 int32_t md_direct_open(struct md_env *e, int reattach, char *err);
 int32_t md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_result *res,
                        char *err);
 int32_t md_direct_terminate(struct md_env *e, char *err);
+uint64_t md_now(struct md_env *e);
+/* A unary call on the API; req is freed. */
+int32_t md_unary(struct md_env *e, const char *method, struct pb_buf *req, struct pb_buf *resp, char *err);
+/* The last string field num of m into out ("" when absent); -1 when m is malformed. */
+int md_get_str(const struct pb_buf *m, uint32_t num, char *out, size_t len);
+/* Is url acceptable as an endpoint: https, or http to loopback only. */
+int md_url_ok(const char *url);
 
 /* Managed mode (managed.c). */
 int32_t md_managed_open(struct md_env *e, int reattach, char *err);

@@ -4,7 +4,9 @@
 Written for this test suite from the public descriptions, not from Modal's
 code:
   * Modal's gRPC API (service modal.client.ModalClient, the subset in
-    plugins/modal/modal.proto), served over cleartext HTTP/2 on loopback with
+    plugins/modal/modal.proto) and the task command router (service
+    modal.task_command_router.TaskCommandRouter, task_command_router.proto,
+    on the same port), served over cleartext HTTP/2 on loopback with
     python3-grpcio generic handlers; messages come from protoc --python_out.
   * the managed gateway's REST contract documented in hs-modal(7).
 
@@ -14,7 +16,7 @@ can be checked from outside.  Every call is appended to --log as one JSON
 line (with the auth metadata names, never their values except the token id).
 
 Fault injection: --drop-after N breaks the first output stream of every exec
-after N batches (gRPC: UNAVAILABLE mid-stream; REST: a closed connection), so
+after N messages (gRPC: UNAVAILABLE mid-stream; REST: a closed connection), so
 the client has to resume from its offset.
 """
 import argparse
@@ -39,10 +41,12 @@ ap.add_argument("--token-id", default="ak-emu")
 ap.add_argument("--token-secret", default="as-emu")
 ap.add_argument("--gateway-token", default="gw-emu")
 ap.add_argument("--drop-after", type=int, default=0)
+ap.add_argument("--jwt-uses", type=int, default=0, help="refuse a router JWT after this many calls")
 args = ap.parse_args()
 sys.path.insert(0, args.pydir)
 import grpc  # noqa: E402
 import modal_pb2 as pb  # noqa: E402
+import task_command_router_pb2 as rpb  # noqa: E402
 
 log_lock = threading.Lock()
 
@@ -58,6 +62,10 @@ class Exec:
     def __init__(self, eid, sandbox, argv, cwd):
         self.id, self.sandbox = eid, sandbox
         self.batches = []  # (index, [(fd, bytes)], exit_code or None)
+        self.data = {1: bytearray(), 2: bytearray()}  # per stream, for the router's offsets
+        self.eof = {1: False, 2: False}
+        self.stdin_off = 0
+        self.rc = None
         self.exit = None
         self.dropped = False
         self.cv = threading.Condition()
@@ -72,10 +80,13 @@ class Exec:
     def pump(self, f, fd):
         while True:
             b = os.read(f.fileno(), 65536)
-            if not b:
-                return
             with self.cv:
+                if not b:
+                    self.eof[fd] = True
+                    self.cv.notify_all()
+                    return
                 self.batches.append((len(self.batches) + 1, [(fd, b)], None))
+                self.data[fd] += b
                 self.cv.notify_all()
 
     def reap(self):
@@ -83,6 +94,7 @@ class Exec:
         for t in self.readers:
             t.join()
         with self.cv:
+            self.rc = rc
             self.exit = rc if rc >= 0 else 128 - rc
             self.batches.append((len(self.batches) + 1, [], self.exit))
             self.cv.notify_all()
@@ -113,8 +125,8 @@ class Sandbox:
         self.execs = {}
         self.terminated = False
 
-    def start(self, argv):
-        eid = "ex-%s-%d" % (self.id, len(self.execs) + 1)
+    def start(self, argv, eid=None):
+        eid = eid or "ex-%s-%d" % (self.id, len(self.execs) + 1)
         e = Exec(eid, self, argv, self.dir)
         self.execs[eid] = e
         return e
@@ -138,8 +150,8 @@ def new_sandbox(definition):
         return sandboxes[sid]
 
 
-def start_exec(sb, argv):
-    e = sb.start(argv)
+def start_exec(sb, argv, eid=None):
+    e = sb.start(argv, eid)
     with state_lock:
         execs[e.id] = e
     return e
@@ -204,13 +216,6 @@ def sandbox_get_task_id(req, ctx):
     return pb.SandboxGetTaskIdResponse(task_id="ta-" + sb.id)
 
 
-def container_exec(req, ctx):
-    sb = sandboxes.get(req.task_id[3:])
-    if not sb or sb.terminated:
-        ctx.abort(grpc.StatusCode.NOT_FOUND, "task %s not running" % req.task_id)
-    return pb.ContainerExecResponse(exec_id=start_exec(sb, list(req.command)).id)
-
-
 def get_exec(eid, ctx):
     e = execs.get(eid)
     if not e:
@@ -218,51 +223,97 @@ def get_exec(eid, ctx):
     return e
 
 
-def put_input(req, ctx):
-    get_exec(req.exec_id, ctx).put_input(req.input.message, req.input.eof)
-    return pb.Empty()
-
-
-def get_output(req, ctx):
-    e = get_exec(req.exec_id, ctx)
-    last, sent = req.last_batch_index, 0
-    end = time.monotonic() + (req.timeout or 50)
-    while True:
-        with e.cv:
-            while len(e.batches) <= last and time.monotonic() < end:
-                e.cv.wait(end - time.monotonic())
-            todo = e.batches[last:]
-        if not todo:
-            return
-        for index, items, code in todo:
-            if args.drop_after and not e.dropped and sent >= args.drop_after:
-                e.dropped = True
-                log(event="drop", exec_id=e.id, after_index=last)
-                ctx.abort(grpc.StatusCode.UNAVAILABLE, "stream dropped by the emulator")
-            b = pb.RuntimeOutputBatch(batch_index=index)
-            for fd, data in items:
-                b.items.add(file_descriptor=fd, message_bytes=data)
-            if code is not None:
-                b.exit_code = code
-            yield b
-            sent += 1
-            last = index
-            if code is not None:
-                return
-
-
-def exec_wait(req, ctx):
-    e = get_exec(req.exec_id, ctx)
-    with e.cv:
-        e.cv.wait_for(lambda: e.exit is not None, timeout=req.timeout or 10)
-        if e.exit is None:
-            return pb.ContainerExecWaitResponse(completed=False)
-        return pb.ContainerExecWaitResponse(exit_code=e.exit, completed=True)
-
-
 def sandbox_terminate(req, ctx):
     get_sandbox(req.sandbox_id, ctx).terminate()
     return pb.SandboxTerminateResponse()
+
+
+jwts = {}
+
+
+def router_access(req, ctx):
+    sb = sandboxes.get(req.task_id[3:])
+    if not sb or sb.terminated:
+        ctx.abort(grpc.StatusCode.NOT_FOUND, "task %s not running" % req.task_id)
+    jwt = "jwt-%d" % (len(jwts) + 1)
+    jwts[jwt] = 0
+    return pb.TaskGetCommandRouterAccessResponse(jwt=jwt, url="http://127.0.0.1:%d" % gport)
+
+
+def router_authed(fn, name):
+    def wrap(req, ctx):
+        md = dict(ctx.invocation_metadata())
+        auth = md.get("authorization", "")
+        d = pb_fields(req)
+        if "data" in d:
+            d["data"] = len(base64.b64decode(d["data"]))
+        log(router=name, auth=auth, has_token_secret="x-modal-token-secret" in md, req=d)
+        jwt = auth[7:] if auth.startswith("Bearer ") else None
+        if jwt not in jwts:
+            ctx.abort(grpc.StatusCode.UNAUTHENTICATED, "router token not valid")
+        jwts[jwt] += 1
+        if args.jwt_uses and jwts[jwt] > args.jwt_uses:
+            log(event="jwt-expired", jwt=jwt)
+            ctx.abort(grpc.StatusCode.UNAUTHENTICATED, "router token expired")
+        return fn(req, ctx)
+    return wrap
+
+
+def task_exec_start(req, ctx):
+    sb = sandboxes.get(req.task_id[3:])
+    if not sb or sb.terminated:
+        ctx.abort(grpc.StatusCode.NOT_FOUND, "task %s not running" % req.task_id)
+    if req.exec_id in execs:
+        return rpb.TaskExecStartResponse()  # idempotent
+    e = start_exec(sb, list(req.command_args), req.exec_id)
+    if req.HasField("timeout_secs") and req.timeout_secs:
+        t = threading.Timer(req.timeout_secs, e.kill)
+        t.daemon = True
+        t.start()
+    return rpb.TaskExecStartResponse()
+
+
+def task_exec_stdin(req, ctx):
+    e = get_exec(req.exec_id, ctx)
+    data = req.data
+    if req.offset < e.stdin_off:  # a resent prefix
+        data = data[e.stdin_off - req.offset:]
+    elif req.offset > e.stdin_off:
+        ctx.abort(grpc.StatusCode.OUT_OF_RANGE, "stdin offset %d past %d" % (req.offset, e.stdin_off))
+    e.stdin_off += len(data)
+    e.put_input(data, req.eof)
+    return rpb.TaskExecStdinWriteResponse()
+
+
+def task_exec_read(req, ctx):
+    e = get_exec(req.exec_id, ctx)
+    fd = 2 if req.file_descriptor == 1 else 1
+    off, sent = req.offset, 0
+    first = not getattr(e, "read_once_%d" % fd, False)
+    setattr(e, "read_once_%d" % fd, True)
+    while True:
+        with e.cv:
+            e.cv.wait_for(lambda: len(e.data[fd]) > off or e.eof[fd], timeout=60)
+            chunk = bytes(e.data[fd][off:])
+            done = e.eof[fd] and not chunk
+        if done:
+            return
+        if not chunk:
+            continue
+        if args.drop_after and first and sent >= args.drop_after:
+            log(event="drop", exec_id=e.id, fd=fd, after_offset=off)
+            ctx.abort(grpc.StatusCode.UNAVAILABLE, "stream dropped by the emulator")
+        yield rpb.TaskExecStdioReadResponse(data=chunk)
+        off += len(chunk)
+        sent += 1
+
+
+def task_exec_wait(req, ctx):
+    e = get_exec(req.exec_id, ctx)
+    with e.cv:
+        e.cv.wait_for(lambda: e.rc is not None)
+        rc = e.rc
+    return rpb.TaskExecWaitResponse(signal=-rc) if rc < 0 else rpb.TaskExecWaitResponse(code=rc)
 
 
 U = grpc.unary_unary_rpc_method_handler
@@ -273,17 +324,26 @@ table = {
     "ImageGetOrCreate": (U, image_get_or_create, pb.ImageGetOrCreateRequest, pb.ImageGetOrCreateResponse),
     "SandboxCreate": (U, sandbox_create, pb.SandboxCreateRequest, pb.SandboxCreateResponse),
     "SandboxGetTaskId": (U, sandbox_get_task_id, pb.SandboxGetTaskIdRequest, pb.SandboxGetTaskIdResponse),
-    "ContainerExec": (U, container_exec, pb.ContainerExecRequest, pb.ContainerExecResponse),
-    "ContainerExecPutInput": (U, put_input, pb.ContainerExecPutInputRequest, pb.Empty),
-    "ContainerExecGetOutput": (S, get_output, pb.ContainerExecGetOutputRequest, pb.RuntimeOutputBatch),
-    "ContainerExecWait": (U, exec_wait, pb.ContainerExecWaitRequest, pb.ContainerExecWaitResponse),
     "SandboxTerminate": (U, sandbox_terminate, pb.SandboxTerminateRequest, pb.SandboxTerminateResponse),
+    "TaskGetCommandRouterAccess": (U, router_access, pb.TaskGetCommandRouterAccessRequest,
+                                   pb.TaskGetCommandRouterAccessResponse),
+}
+router_table = {
+    "TaskExecStart": (U, task_exec_start, rpb.TaskExecStartRequest, rpb.TaskExecStartResponse),
+    "TaskExecStdinWrite": (U, task_exec_stdin, rpb.TaskExecStdinWriteRequest, rpb.TaskExecStdinWriteResponse),
+    "TaskExecStdioRead": (S, task_exec_read, rpb.TaskExecStdioReadRequest, rpb.TaskExecStdioReadResponse),
+    "TaskExecWait": (U, task_exec_wait, rpb.TaskExecWaitRequest, rpb.TaskExecWaitResponse),
 }
 handlers = {name: kind(authed(fn, name), request_deserializer=req.FromString,
                        response_serializer=resp.SerializeToString)
             for name, (kind, fn, req, resp) in table.items()}
 server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
-server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("modal.client.ModalClient", handlers),))
+router_handlers = {name: kind(router_authed(fn, name), request_deserializer=req.FromString,
+                              response_serializer=resp.SerializeToString)
+                   for name, (kind, fn, req, resp) in router_table.items()}
+server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("modal.client.ModalClient", handlers),
+                                 grpc.method_handlers_generic_handler("modal.task_command_router.TaskCommandRouter",
+                                                                      router_handlers)))
 gport = server.add_insecure_port("127.0.0.1:0")
 server.start()
 

@@ -26,7 +26,8 @@ export HOME=$T/home XDG_STATE_HOME=$T/state XDG_CONFIG_HOME=$T/conf XDG_CACHE_HO
 	XDG_RUNTIME_DIR=$T/run
 unset MODAL_TOKEN_ID MODAL_TOKEN_SECRET MODAL_PROFILE MODAL_CONFIG_PATH MODAL_SERVER_URL \
 	HS_MODAL_MODE HS_MODAL_GATEWAY_URL HS_MODAL_GATEWAY_TOKEN
-protoc --python_out="$T/py" -I "$srcdir/plugins/modal" "$srcdir/plugins/modal/modal.proto" ||
+protoc --python_out="$T/py" -I "$srcdir/plugins/modal" "$srcdir/plugins/modal/modal.proto" \
+	"$srcdir/plugins/modal/task_command_router.proto" ||
 	{ echo "FAIL: protoc"; exit 1; }
 
 # start_emulator [--drop-after N]: sets GRPC_PORT, HTTP_PORT; log in $T/log.

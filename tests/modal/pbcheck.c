@@ -32,7 +32,9 @@ dump(const uint8_t *p, size_t n, int depth)
 					return -1;
 				printf("%*s}\n", depth * 2, "");
 			} else {
-				printf("\"%.*s\"\n", (int)f.n, (const char *)f.p);
+				putchar('"');
+				fwrite(f.p, 1, f.n, stdout);
+				printf("\"\n");
 			}
 		} else {
 			printf("%llu\n", (unsigned long long)f.v);
@@ -66,21 +68,29 @@ main(int argc, char **argv)
 		pb_str(&b, 1, "ap-1");
 		pb_msg(&b, 2, &s);
 		pb_str(&b, 3, "");
-	} else if (strcmp(m, "ContainerExecGetOutputRequest") == 0) {
-		pb_str(&b, 1, "ex-1");
-		pb_float(&b, 2, 50.0f);
-		pb_uint(&b, 3, 300);
-	} else if (strcmp(m, "ContainerExecPutInputRequest") == 0) {
-		pb_bytes(&s, 1, "a\0b\n", 4);
-		pb_uint(&s, 2, 1);
-		pb_bool(&s, 3, 1);
-		pb_str(&b, 1, "ex-1");
-		pb_msg(&b, 2, &s);
-	} else if (strcmp(m, "ContainerExecRequest") == 0) {
+	} else if (strcmp(m, "TaskExecStartRequest") == 0) {
 		pb_str(&b, 1, "ta-1");
-		pb_str_rep(&b, 2, "/bin/sh");
-		pb_str_rep(&b, 2, "");
-		pb_str_rep(&b, 2, "caf\xc3\xa9 \"q\"");
+		pb_str(&b, 2, "hs-x-1");
+		pb_str_rep(&b, 3, "/bin/sh");
+		pb_str_rep(&b, 3, "");
+		pb_str_rep(&b, 3, "caf\xc3\xa9 \"q\"");
+		pb_uint(&b, 4, 1);
+		pb_uint(&b, 5, 1);
+		pb_varint(&b, 6, 3);
+	} else if (strcmp(m, "TaskExecStdinWriteRequest") == 0) {
+		pb_str(&b, 1, "ta-1");
+		pb_str(&b, 2, "hs-x-1");
+		pb_uint(&b, 3, 1048576);
+		pb_bytes(&b, 4, "a\0b\n", 4);
+		pb_bool(&b, 5, 1);
+	} else if (strcmp(m, "TaskExecStdioReadRequest") == 0) {
+		pb_str(&b, 1, "ta-1");
+		pb_str(&b, 2, "hs-x-1");
+		pb_uint(&b, 3, 300);
+		pb_uint(&b, 4, 1);
+	} else if (strcmp(m, "SandboxGetTaskIdRequest") == 0) {
+		pb_str(&b, 1, "sb-1");
+		pb_float(&b, 2, 10.0f);
 	} else if (strcmp(m, "ImageGetOrCreateRequest") == 0) {
 		pb_str_rep(&s, 6, "FROM debian:bookworm-slim");
 		pb_msg(&b, 2, &s);
