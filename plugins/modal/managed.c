@@ -490,6 +490,7 @@ md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_
 			long long x = code && YAJL_IS_INTEGER(code) ? YAJL_GET_INTEGER(code) : 255;
 			res->exit_code = x < 0 ? 128 + (int32_t)(-x & 127) : (int32_t)(x & 255);
 			st = HS_OK;
+			err[0] = '\0'; /* a retried poll may have left a message */
 			goto out;
 		}
 		yajl_tree_free(v);

@@ -321,6 +321,7 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
 	if ((st = wait_exit(e, exec_id, deadline, &code, err)) != HS_OK)
 		goto stop;
 	res->exit_code = code;
+	err[0] = '\0'; /* a resumed stream may have left a message */
 	goto out;
 stop:
 	if (st == HS_E_TIMEOUT || st == HS_E_CANCELLED)
