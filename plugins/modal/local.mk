@@ -20,3 +20,10 @@ tests_modal_drive_LDADD = sdk/libhsfakehost.a $(HS_SAFETY_LIBS) $(DL_LIBS) $(PTH
 TESTS += tests/modal/pb.test tests/modal/direct.test tests/modal/managed.test tests/modal/backends.test tests/modal/hs.test
 EXTRA_DIST += tests/modal/pb.test tests/modal/direct.test tests/modal/managed.test tests/modal/backends.test tests/modal/hs.test \
 	tests/modal/lib.sh tests/modal/emulator.py
+
+# "make bench-modal": per-command ratio to the local backend, against the emulator.
+BENCH_EXTRA += bench-modal
+EXTRA_DIST += bench/modal-exec.sh
+bench-modal: core/hs$(EXEEXT) plugins/modal/modal.la tests/modal/drive$(EXEEXT)
+	srcdir=$(srcdir) $(SHELL) $(srcdir)/bench/modal-exec.sh
+.PHONY: bench-modal
