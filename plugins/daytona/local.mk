@@ -6,3 +6,28 @@ plugins_daytona_daytona_la_SOURCES = $(DT_SRCS)
 plugins_daytona_daytona_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(CURL_CFLAGS) $(YAJL_CFLAGS)
 plugins_daytona_daytona_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'
 plugins_daytona_daytona_la_LIBADD = $(CURL_LIBS) $(YAJL_LIBS) $(PTHREAD_LIBS)
+
+# Tests: the response readers with the fuzz entry point over seeds (unit),
+# the backend through the fake host against the loopback emulator.
+check_PROGRAMS += tests/daytona/test-json tests/daytona/test-daytona
+tests_daytona_test_json_SOURCES = tests/daytona/test-json.c plugins/daytona/fuzz-json.c \
+	plugins/daytona/dt-json.c plugins/daytona/dt.h
+tests_daytona_test_json_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(CMOCKA_CFLAGS)
+tests_daytona_test_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/daytona \
+	-DDT_SEEDS='"$(abs_top_srcdir)/tests/daytona/seeds"'
+tests_daytona_test_json_LDADD = $(YAJL_LIBS) $(CMOCKA_LIBS)
+tests_daytona_test_daytona_SOURCES = tests/daytona/test-daytona.c
+tests_daytona_test_daytona_LDADD = sdk/libhsfakehost.a $(DL_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/daytona/test-json tests/daytona/daytona.test
+EXTRA_DIST += tests/daytona/emulator.py tests/daytona/lib.sh tests/daytona/daytona.test \
+	tests/daytona/seeds plugins/daytona/fuzz-json.c
+
+# libFuzzer target (clang): make fuzz-daytona && plugins/daytona/fuzz-json -max_total_time=60
+FUZZ_TARGETS += fuzz-daytona
+fuzz-daytona: $(srcdir)/plugins/daytona/fuzz-json.c $(srcdir)/plugins/daytona/dt-json.c
+	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -DDT_FUZZ_MAIN -fsanitize=fuzzer,address,undefined \
+		-I$(top_builddir) -I$(top_srcdir)/sdk -I$(srcdir)/plugins/daytona $(YAJL_CFLAGS) \
+		-o plugins/daytona/fuzz-json $(srcdir)/plugins/daytona/fuzz-json.c \
+		$(srcdir)/plugins/daytona/dt-json.c $(YAJL_LIBS)
+CLEANFILES += plugins/daytona/fuzz-json
+.PHONY: fuzz-daytona
