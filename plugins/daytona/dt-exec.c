@@ -22,8 +22,10 @@
 
 #include "dt.h"
 
-/* Transport failures in a row tolerated while polling (about 10 s). */
-#define DT_MAX_FAILS 40
+/* How long polls may fail in a row before the command is given up (ms). */
+#define DT_MAX_FAIL_MS 30000
+/* Timeout of one poll, so a hung connection cannot hold the deadline back. */
+#define DT_POLL_TIMEOUT_MS 5000
 /* How long to wait for the exit code after a remote kill. */
 #define DT_KILL_WAIT_MS 8000
 
@@ -169,6 +171,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	struct dt_resp r = { 0 };
 	size_t sent_out = 0, sent_err = 0;
 	int has_exit = 0, code = -1, fails = 0;
+	uint64_t fail_since = 0;
 	int32_t s;
 
 	memset(res, 0, sizeof(*res));
@@ -243,7 +246,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			break;
 		}
 		char perr[HS_ERR_MAX];
-		s = dt_http_req(e->http, "GET", path, NULL, 30000, 2, &r, perr);
+		s = dt_http_req(e->http, "GET", path, NULL, DT_POLL_TIMEOUT_MS, 0, &r, perr);
 		if (s == HS_OK && r.status == 404) {
 			dt_resp_free(&r);
 			s = dt_check_lost(e, "polling a command", err);
@@ -253,7 +256,8 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			dt_resp_free(&r);
 			if (s == HS_E_AUTH || s == HS_E_PERM)
 				goto out;
-			fails++;
+			if (fails++ == 0)
+				fail_since = dt_now(e);
 		} else if (s == HS_OK) {
 			if (dt_json_command(r.body.data, r.body.len, &has_exit, &code) < 0) {
 				snprintf(err, HS_ERR_MAX, "daytona answered a command poll with an unreadable body");
@@ -266,10 +270,12 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		} else {
 			/* A dropped connection: the command and its logs live on in the sandbox. */
 			dt_resp_free(&r);
-			if (++fails == 1)
+			if (fails++ == 0) {
+				fail_since = dt_now(e);
 				snprintf(err, HS_ERR_MAX, "%s", perr);
+			}
 		}
-		if (fails > DT_MAX_FAILS) {
+		if (fails > 0 && dt_now(e) - fail_since > DT_MAX_FAIL_MS) {
 			if (!err[0])
 				snprintf(err, HS_ERR_MAX, "daytona stopped answering while a command ran");
 			s = HS_E_IO;

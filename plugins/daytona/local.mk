@@ -31,3 +31,7 @@ fuzz-daytona: $(srcdir)/plugins/daytona/fuzz-json.c $(srcdir)/plugins/daytona/dt
 		$(srcdir)/plugins/daytona/dt-json.c $(YAJL_LIBS)
 CLEANFILES += plugins/daytona/fuzz-json
 .PHONY: fuzz-daytona
+
+dist_man_MANS += man/hs-daytona.7
+dist_confd_DATA += conf/conf.d/daytona.conf
+EXTRA_DIST += docs/daytona.md
