@@ -57,9 +57,13 @@ dt_valid_name(const char *k, size_t n)
 
 /* The script for req; base is the scratch path prefix of this exec. */
 static void
-dt_script(struct dt_buf *b, const struct hs_exec_req *req, const char *base)
+dt_script(struct dt_buf *b, const struct hs_exec_req *req, const char *base, const char *prev)
 {
 	char line[1024];
+	if (prev[0]) {
+		snprintf(line, sizeof(line), "rm -f '%s.out' '%s.rc'\n", prev, prev);
+		dt_buf_add(b, line, strlen(line));
+	}
 	if (req->stdin_data) {
 		snprintf(line, sizeof(line), "exec 0<'%s.in' || exit 126\n", base);
 		dt_buf_add(b, line, strlen(line));
@@ -83,14 +87,29 @@ dt_script(struct dt_buf *b, const struct hs_exec_req *req, const char *base)
 		dt_buf_add(b, " || exit 126\n", 13);
 	}
 	dt_buf_add(b, "S=; command -v setsid >/dev/null 2>&1 && S=setsid\n", 50);
-	snprintf(line, sizeof(line), "$S sh -c 'echo $$ >\"$0\"; exec \"$@\"' '%s.pid'", base);
+	/* stdout also goes to a file, fetched when the logs cannot carry it exactly. */
+	snprintf(line, sizeof(line), "umask 077\n{ $S sh -c 'echo $$ >\"$0\"; exec \"$@\"' '%s.pid'", base);
 	dt_buf_add(b, line, strlen(line));
 	for (uint32_t i = 0; i < req->argc && req->argv[i]; i++) {
 		dt_buf_add(b, " ", 1);
 		dt_quote(b, req->argv[i]);
 	}
-	snprintf(line, sizeof(line), "\nst=$?\nrm -f '%s.pid'\nexit $st\n", base);
+	snprintf(line, sizeof(line),
+	         "; echo $? >'%s.rc'; } | tee '%s.out'\nst=$(cat '%s.rc' 2>/dev/null)\nrm -f '%s.pid'\n"
+	         "exit ${st:-255}\n",
+	         base, base, base, base);
 	dt_buf_add(b, line, strlen(line));
+}
+
+/* The length of the part of b that is surely the command's bytes: up to the first U+FFFD. */
+static size_t
+dt_faithful(const struct dt_buf *b)
+{
+	for (size_t i = 0; i + 2 < b->len; i++)
+		if ((unsigned char)b->data[i] == 0xef && (unsigned char)b->data[i + 1] == 0xbf &&
+		    (unsigned char)b->data[i + 2] == 0xbd)
+			return i;
+	return b->len;
 }
 
 /* Upload data to the scratch path; HS_OK or an error. */
@@ -110,7 +129,7 @@ dt_upload(struct dt_env *e, const char *path, const void *data, size_t len, char
 /* Fetch the logs and pass on what the sink has not seen yet. */
 static int32_t
 dt_pump_logs(struct dt_env *e, const char *cid, const struct hs_exec_req *req, size_t *sent_out,
-             size_t *sent_err, char *err)
+             size_t *sent_err, int *exact, char *err)
 {
 	char path[512];
 	struct dt_resp r = { 0 };
@@ -131,17 +150,48 @@ dt_pump_logs(struct dt_env *e, const char *cid, const struct hs_exec_req *req, s
 		s = HS_E_NOMEM;
 	}
 	if (s == HS_OK) {
-		if (o.len > *sent_out) {
-			req->sink.write(req->sink.ctx, 1, o.data + *sent_out, o.len - *sent_out);
-			*sent_out = o.len;
+		int32_t w = 0;
+		/*
+		 * The logs are text: a byte that is not UTF-8 arrives as U+FFFD and
+		 * a NUL cuts the JSON string short.  Only the part before either
+		 * is passed on; the rest comes from the stdout file.
+		 */
+		size_t good = dt_faithful(&o);
+		*exact = good == o.len && !(r.is_json && memmem(r.body.data, r.body.len, "\\u0000", 6));
+		if (good > *sent_out) {
+			w |= req->sink.write(req->sink.ctx, 1, o.data + *sent_out, good - *sent_out);
+			*sent_out = good;
 		}
 		if (eb.len > *sent_err) {
-			req->sink.write(req->sink.ctx, 2, eb.data + *sent_err, eb.len - *sent_err);
+			w |= req->sink.write(req->sink.ctx, 2, eb.data + *sent_err, eb.len - *sent_err);
 			*sent_err = eb.len;
 		}
+		/* A sink that refuses more output asks for the command to be cancelled. */
+		if (w != 0 && req->exec_id)
+			__atomic_store_n(&e->cancel_id, req->exec_id, __ATOMIC_SEQ_CST);
 	}
 	dt_buf_free(&o);
 	dt_buf_free(&eb);
+	dt_resp_free(&r);
+	return s;
+}
+
+/* Pass on the stdout file's bytes past *sent (the exact copy of the command's stdout). */
+static int32_t
+dt_fetch_stdout(struct dt_env *e, const char *base, const struct hs_exec_req *req, size_t *sent, char *err)
+{
+	char path[1536], file[512], enc[1024];
+	struct dt_resp r = { 0 };
+	snprintf(file, sizeof(file), "%s.out", base);
+	dt_urlencode(file, enc, sizeof(enc));
+	snprintf(path, sizeof(path), "/toolbox/%s/toolbox/files/download?path=%s", e->sandbox, enc);
+	int32_t s = dt_http_req(e->http, "GET", path, NULL, 120000, 3, &r, err);
+	if (s == HS_OK && (r.status < 200 || r.status > 299))
+		s = dt_http_status(&r, "download the command's stdout", err);
+	if (s == HS_OK && r.body.len > *sent) {
+		req->sink.write(req->sink.ctx, 1, r.body.data + *sent, r.body.len - *sent);
+		*sent = r.body.len;
+	}
 	dt_resp_free(&r);
 	return s;
 }
@@ -170,7 +220,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	struct dt_buf script = { 0 };
 	struct dt_resp r = { 0 };
 	size_t sent_out = 0, sent_err = 0;
-	int has_exit = 0, code = -1, fails = 0;
+	int has_exit = 0, code = -1, fails = 0, exact = 1;
 	uint64_t fail_since = 0;
 	int32_t s;
 
@@ -184,7 +234,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	__atomic_store_n(&e->running_id, req->exec_id, __ATOMIC_SEQ_CST);
 	snprintf(base, sizeof(base), "%s/x%ld-%llu", e->conf.scratch, (long)getpid(), (unsigned long long)e->seq);
 
-	dt_script(&script, req, base);
+	dt_script(&script, req, base, e->prev_base);
 	if (script.failed) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		s = HS_E_NOMEM;
@@ -198,6 +248,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	snprintf(path, sizeof(path), "%s.sh", base);
 	if ((s = dt_upload(e, path, script.data, script.len, err)) != HS_OK)
 		goto out;
+	snprintf(e->prev_base, sizeof(e->prev_base), "%s", base);
 
 	/* The session command itself is short and holds no values. */
 	char cmd[600];
@@ -287,7 +338,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			break;
 		if (fails == 0 && req->sink.write && dt_now(e) - last_logs >= 1000) {
 			char lerr[HS_ERR_MAX];
-			dt_pump_logs(e, cid, req, &sent_out, &sent_err, lerr);
+			dt_pump_logs(e, cid, req, &sent_out, &sent_err, &exact, lerr);
 			last_logs = dt_now(e);
 		}
 		/* Sleep in short steps so a cancel is seen quickly. */
@@ -308,7 +359,9 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			iv = iv * 2 > e->conf.poll_ms ? e->conf.poll_ms : iv * 2;
 	}
 	err[0] = '\0';
-	s = dt_pump_logs(e, cid, req, &sent_out, &sent_err, err);
+	s = dt_pump_logs(e, cid, req, &sent_out, &sent_err, &exact, err);
+	if (s == HS_OK && !exact)
+		s = dt_fetch_stdout(e, base, req, &sent_out, err);
 	if (s != HS_OK && (res->timed_out || res->cancelled)) {
 		err[0] = '\0';
 		s = HS_OK; /* the output so far is what could be kept */

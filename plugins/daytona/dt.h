@@ -118,6 +118,7 @@ struct dt_env {
 	uint64_t seq;
 	uint64_t running_id;   /* atomic: the exec under way, 0 when none */
 	uint64_t cancel_id;    /* atomic: set by cancel() */
+	char prev_base[384];   /* scratch prefix of the last exec, removed by the next */
 };
 
 /* Milliseconds on the host's monotonic clock. */

@@ -18,8 +18,8 @@ tests_daytona_test_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/dayton
 tests_daytona_test_json_LDADD = $(YAJL_LIBS) $(CMOCKA_LIBS)
 tests_daytona_test_daytona_SOURCES = tests/daytona/test-daytona.c
 tests_daytona_test_daytona_LDADD = sdk/libhsfakehost.a $(DL_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/daytona/test-json tests/daytona/daytona.test
-EXTRA_DIST += tests/daytona/emulator.py tests/daytona/lib.sh tests/daytona/daytona.test \
+TESTS += tests/daytona/test-json tests/daytona/daytona.test tests/daytona/e2e.test
+EXTRA_DIST += tests/daytona/emulator.py tests/daytona/lib.sh tests/daytona/daytona.test tests/daytona/e2e.test \
 	tests/daytona/seeds plugins/daytona/fuzz-json.c
 
 # libFuzzer target (clang): make fuzz-daytona && plugins/daytona/fuzz-json -max_total_time=60

@@ -204,6 +204,8 @@ main(int argc, char **argv)
 	CHECK(strcmp(c.err, "err\n") == 0, "stderr apart: [%s]", c.err);
 	CHECK(run(env, "tr a-z A-Z", "hello stdin\n", 0, &c, &res, err, 2) == HS_OK && res.exit_code == 0 &&
 	      strcmp(c.out, "HELLO STDIN\n") == 0, "stdin through the file api: [%s]", c.out);
+	CHECK(run(env, "printf 'a\\000b\\377c\\n'; printf 'text\\n'", NULL, 0, &c, &res, err, 30) == HS_OK &&
+	      c.olen == 11 && memcmp(c.out, "a\0b\377c\ntext\n", 11) == 0, "binary stdout is exact (%zu bytes)", c.olen);
 	CHECK(run(env, "cat; echo end", NULL, 0, &c, &res, err, 3) == HS_OK && strcmp(c.out, "end\n") == 0,
 	      "no stdin: /dev/null");
 	CHECK(run(env, "kill -9 $$", NULL, 0, &c, &res, err, 4) == HS_OK && res.exit_code == 137,
