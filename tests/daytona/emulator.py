@@ -14,6 +14,7 @@ Test-only controls live under /_emu/ (no key needed):
                     "build_failed": "reason", "start_delay": 1.5,
                     "drop": N, "toolbox_status": 503}
   POST /_emu/delete_all        delete every sandbox "from outside"
+  POST /_emu/set_state {"state": "archived"}   (e.g. Daytona archived them)
   GET  /_emu/state             sandboxes, last create body
   GET  /_emu/requests          every request seen (method, path, body)
 
@@ -211,6 +212,15 @@ class Handler(BaseHTTPRequestHandler):
                 for sb in SANDBOXES.values():
                     sb.destroy()
                 SANDBOXES.clear()
+                return self.send_json(200, {})
+            if path == "/_emu/set_state":
+                want = json.loads(data or b"{}").get("state", "archived")
+                for sb in SANDBOXES.values():
+                    for sess in sb.sessions.values():
+                        for c in sess.values():
+                            c.kill()
+                    sb.sessions.clear()
+                    sb.state = want
                 return self.send_json(200, {})
             if path == "/_emu/state":
                 return self.send_json(200, {"sandboxes": [s.json() for s in SANDBOXES.values()],

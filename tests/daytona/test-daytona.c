@@ -276,6 +276,12 @@ main(int argc, char **argv)
 	CHECK(strstr(emu("state", NULL), "\"state\": \"stopped\"") != NULL, "stopped on close");
 	CHECK(open_env("p1", HS_SPEC_PERSISTENT, NULL, "default", &env, &props, err) == HS_OK &&
 	      strstr(props.note, "started stopped"), "a stopped sandbox is started again: %s", props.note);
+	CHECK(be->close(env, HS_CLOSE_KEEP, err) == HS_OK, "close keep, running");
+	emu("set_state", "{\"state\": \"archived\"}");
+	CHECK(open_env("p1", HS_SPEC_PERSISTENT, NULL, "default", &env, &props, err) == HS_OK &&
+	      strstr(props.note, "started archived"), "an archived sandbox is started again: %s", props.note);
+	CHECK(run(env, "cat \"$HOME/kept.txt\"", NULL, 0, &c, &res, err, 2) == HS_OK && strcmp(c.out, "kept\n") == 0,
+	      "its files are still there: [%s]", c.out);
 
 	/* Deleted from outside. */
 	emu("delete_all", "{}");
