@@ -324,12 +324,15 @@ dt_check_lost(struct dt_env *e, const char *what, char *err)
 	return HS_E_IO;
 }
 
+static int32_t dt_post_simple(struct dt_env *e, const char *verb, const char *what, char *err);
+
 /* Poll until the sandbox is started; bounded by start_timeout. */
 static int32_t
 dt_wait_started(struct dt_env *e, char *err)
 {
 	uint64_t until = dt_now(e) + (uint64_t)e->conf.start_timeout_s * 1000;
 	long iv = 100;
+	int kicked = 0;
 	struct dt_sandbox sb;
 	for (;;) {
 		int32_t s = dt_get_sandbox(e, &sb, err);
@@ -341,6 +344,12 @@ dt_wait_started(struct dt_env *e, char *err)
 			snprintf(err, HS_ERR_MAX, "daytona sandbox '%s' failed to start (state %s): %s", e->sandbox,
 			         sb.state, sb.error_reason[0] ? sb.error_reason : "no reason given");
 			return HS_E_UNAVAILABLE;
+		}
+		if (!kicked && (strcmp(sb.state, "stopped") == 0 || strcmp(sb.state, "archived") == 0)) {
+			/* It was stopping or archiving when found: start it once it can be. */
+			kicked = 1;
+			if ((s = dt_post_simple(e, "start", "start sandbox", err)) != HS_OK)
+				return s;
 		}
 		if (strcmp(sb.state, "destroyed") == 0 || strcmp(sb.state, "destroying") == 0) {
 			snprintf(err, HS_ERR_MAX, "daytona sandbox '%s' was deleted while starting", e->sandbox);
@@ -589,6 +598,34 @@ dt_setup(struct dt_env *e, struct hs_env_props *props, char *err)
 	}
 	dt_buf_free(&out);
 	return s;
+}
+
+int32_t
+dt_revive(struct dt_env *e, char *err)
+{
+	struct dt_sandbox sb;
+	int32_t s = dt_get_sandbox(e, &sb, err);
+	if (s != HS_OK)
+		return s;
+	if (strcmp(sb.state, "started") == 0)
+		return HS_E_BUSY; /* running: the failure was something else */
+	if (strcmp(sb.state, "stopped") != 0 && strcmp(sb.state, "archived") != 0 &&
+	    strcmp(sb.state, "stopping") != 0 && strcmp(sb.state, "archiving") != 0 &&
+	    strcmp(sb.state, "starting") != 0) {
+		snprintf(err, HS_ERR_MAX, "daytona sandbox '%s' is no longer usable (state %s%s%s)", e->sandbox,
+		         sb.state, sb.error_reason[0] ? ": " : "", sb.error_reason);
+		return HS_E_LOST;
+	}
+	e->st->host->log(e->st->host->ctx, HS_LOG_INFO, "starting daytona sandbox %s again (it was %s)",
+	                 e->sandbox, sb.state);
+	if ((strcmp(sb.state, "stopped") == 0 || strcmp(sb.state, "archived") == 0) &&
+	    (s = dt_post_simple(e, "start", "start sandbox", err)) != HS_OK)
+		return s;
+	if ((s = dt_wait_started(e, err)) != HS_OK || (s = dt_session_create(e, e->session, err)) != HS_OK ||
+	    (s = dt_session_create(e, e->ctl_session, err)) != HS_OK)
+		return s;
+	struct hs_env_props scratch_props;
+	return dt_setup(e, &scratch_props, err);
 }
 
 static int32_t

@@ -240,13 +240,29 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		s = HS_E_NOMEM;
 		goto out;
 	}
-	if (req->stdin_data) {
-		snprintf(path, sizeof(path), "%s.in", base);
-		if ((s = dt_upload(e, path, req->stdin_data, (size_t)req->stdin_len, err)) != HS_OK)
-			goto out;
+	for (int attempt = 0;; attempt++) {
+		s = HS_OK;
+		if (req->stdin_data) {
+			snprintf(path, sizeof(path), "%s.in", base);
+			s = dt_upload(e, path, req->stdin_data, (size_t)req->stdin_len, err);
+		}
+		snprintf(path, sizeof(path), "%s.sh", base);
+		if (s == HS_OK)
+			s = dt_upload(e, path, script.data, script.len, err);
+		if (s == HS_OK || attempt > 0 || s == HS_E_AUTH || s == HS_E_NOMEM)
+			break;
+		/* Daytona may have stopped an idle sandbox (auto-stop): start it again, once. */
+		char rerr[HS_ERR_MAX];
+		int32_t rs = dt_revive(e, rerr);
+		if (rs == HS_E_BUSY)
+			break;
+		if (rs != HS_OK) {
+			snprintf(err, HS_ERR_MAX, "%s", rerr);
+			s = rs;
+			break;
+		}
 	}
-	snprintf(path, sizeof(path), "%s.sh", base);
-	if ((s = dt_upload(e, path, script.data, script.len, err)) != HS_OK)
+	if (s != HS_OK)
 		goto out;
 	snprintf(e->prev_base, sizeof(e->prev_base), "%s", base);
 

@@ -132,6 +132,12 @@ int32_t dt_session_run(struct dt_env *e, const char *sid, const char *cmd, int *
                        struct dt_buf *out, long timeout_ms, char *err);
 /* After a toolbox 404: HS_E_LOST when the sandbox is gone or not running, with err filled. */
 int32_t dt_check_lost(struct dt_env *e, const char *what, char *err);
+/*
+ * After a toolbox failure: start the sandbox again when Daytona stopped or
+ * archived it (auto-stop), with fresh toolbox sessions.  HS_OK when it runs
+ * again; HS_E_BUSY when it was running all along; else why not.
+ */
+int32_t dt_revive(struct dt_env *e, char *err);
 
 /* The exec and cancel ops (dt-exec.c). */
 int32_t dt_exec(void *env, const struct hs_exec_req *req, struct hs_exec_result *res, char *err);

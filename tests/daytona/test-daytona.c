@@ -282,6 +282,9 @@ main(int argc, char **argv)
 	      strstr(props.note, "started archived"), "an archived sandbox is started again: %s", props.note);
 	CHECK(run(env, "cat \"$HOME/kept.txt\"", NULL, 0, &c, &res, err, 2) == HS_OK && strcmp(c.out, "kept\n") == 0,
 	      "its files are still there: [%s]", c.out);
+	emu("set_state", "{\"state\": \"stopped\"}");
+	CHECK(run(env, "cat \"$HOME/kept.txt\"", NULL, 0, &c, &res, err, 3) == HS_OK && strcmp(c.out, "kept\n") == 0,
+	      "a sandbox stopped under an open session (auto-stop) is started again: [%s] %s", c.out, err);
 
 	/* Deleted from outside. */
 	emu("delete_all", "{}");
