@@ -291,7 +291,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		goto out;
 
 	/* Poll the command until it has an exit code. */
-	long iv = 20;
+	long iv = 5;
 	uint64_t last_logs = dt_now(e), kill_at = 0;
 	snprintf(path, sizeof(path), "/toolbox/%s/toolbox/process/session/%s/command/%s", e->sandbox, e->session,
 	         cid);

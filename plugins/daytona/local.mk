@@ -35,3 +35,10 @@ CLEANFILES += plugins/daytona/fuzz-json
 dist_man_MANS += man/hs-daytona.7
 dist_confd_DATA += conf/conf.d/daytona.conf
 EXTRA_DIST += docs/daytona.md
+
+# Benchmark: `make bench-daytona` (against the emulator; see the script).
+BENCH_EXTRA += bench-daytona
+EXTRA_DIST += bench/daytona-exec.sh
+bench-daytona: core/hs$(EXEEXT) plugins/daytona/daytona.la
+	top_srcdir=$(abs_top_srcdir) top_builddir=$(abs_top_builddir) bash $(top_srcdir)/bench/daytona-exec.sh
+.PHONY: bench-daytona
