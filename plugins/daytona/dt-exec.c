@@ -26,8 +26,10 @@
 #define DT_MAX_FAIL_MS 30000
 /* Timeout of one poll, so a hung connection cannot hold the deadline back. */
 #define DT_POLL_TIMEOUT_MS 5000
+/* Output passed on while a command runs, at most (bytes). */
+#define DT_STREAM_MAX (8u << 20)
 /* How long to wait for the exit code after a remote kill. */
-#define DT_KILL_WAIT_MS 8000
+#define DT_KILL_WAIT_MS 12000
 
 /* Append s single-quoted for sh. */
 static void
@@ -196,18 +198,23 @@ dt_fetch_stdout(struct dt_env *e, const char *base, const struct hs_exec_req *re
 	return s;
 }
 
-/* Kill the command's process group from the control session; best effort. */
+/*
+ * Kill the command's process group from the control session; best effort.
+ * A cancel can come before the command has recorded its group: the kill
+ * waits up to 3 s for that, unless the command has already finished.
+ */
 static void
 dt_remote_kill(struct dt_env *e, const char *base)
 {
 	char cmd[1024], err[HS_ERR_MAX];
 	int code;
 	snprintf(cmd, sizeof(cmd),
+	         "i=0; while [ ! -s '%s.pid' ] && [ ! -e '%s.rc' ] && [ $i -lt 30 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done; "
 	         "p=$(cat '%s.pid' 2>/dev/null); case \"$p\" in ''|*[!0-9]*) exit 0;; esac; "
 	         "kill -s TERM -- -$p 2>/dev/null || kill -s TERM $p 2>/dev/null; "
 	         "i=0; while [ $i -lt %d ] && kill -s 0 -- -$p 2>/dev/null; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done; "
 	         "kill -s KILL -- -$p 2>/dev/null || kill -s KILL $p 2>/dev/null; true",
-	         base, (int)e->conf.grace_s * 10);
+	         base, base, base, (int)e->conf.grace_s * 10);
 	if (dt_session_run(e, e->ctl_session, cmd, &code, NULL, 30000 + e->conf.grace_s * 1000, err) != HS_OK)
 		e->st->host->log(e->st->host->ctx, HS_LOG_WARN, "remote kill in sandbox %s failed: %s", e->sandbox, err);
 }
@@ -220,7 +227,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	struct dt_buf script = { 0 };
 	struct dt_resp r = { 0 };
 	size_t sent_out = 0, sent_err = 0;
-	int has_exit = 0, code = -1, fails = 0, exact = 1;
+	int has_exit = 0, code = -1, fails = 0, exact = 1, stream_ok = 1;
 	uint64_t fail_since = 0;
 	int32_t s;
 
@@ -352,9 +359,12 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		}
 		if (has_exit)
 			break;
-		if (fails == 0 && req->sink.write && dt_now(e) - last_logs >= 1000) {
+		if (fails == 0 && req->sink.write && stream_ok && dt_now(e) - last_logs >= 1000) {
 			char lerr[HS_ERR_MAX];
 			dt_pump_logs(e, cid, req, &sent_out, &sent_err, &exact, lerr);
+			/* The logs come whole each time: past a few MiB, wait for the end. */
+			if (sent_out + sent_err > DT_STREAM_MAX)
+				stream_ok = 0;
 			last_logs = dt_now(e);
 		}
 		/* Sleep in short steps so a cancel is seen quickly. */
@@ -376,6 +386,13 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	}
 	err[0] = '\0';
 	s = dt_pump_logs(e, cid, req, &sent_out, &sent_err, &exact, err);
+	if (s == HS_E_IO || s == HS_E_PROTOCOL || s == HS_E_NOMEM) {
+		/* Logs too large or unreadable: stdout still comes exact from its file. */
+		e->st->host->log(e->st->host->ctx, HS_LOG_WARN, "command logs unusable (%s); fetching stdout only", err);
+		err[0] = '\0';
+		exact = 0;
+		s = HS_OK;
+	}
 	if (s == HS_OK && !exact)
 		s = dt_fetch_stdout(e, base, req, &sent_out, err);
 	if (s != HS_OK && (res->timed_out || res->cancelled)) {

@@ -119,13 +119,14 @@ open_env(const char *name, uint32_t flags, const char *image, const char *networ
 struct canceller {
 	void *env;
 	uint64_t id;
+	useconds_t delay;
 };
 
 static void *
 cancel_later(void *arg)
 {
 	struct canceller *c = arg;
-	usleep(400000);
+	usleep(c->delay);
 	be->cancel(c->env, c->id);
 	return NULL;
 }
@@ -228,7 +229,7 @@ main(int argc, char **argv)
 	CHECK(!leftover(marker), "no process of the command survives the deadline");
 
 	/* Cancel from another thread. */
-	struct canceller cc = { env, 77 };
+	struct canceller cc = { env, 77, 400000 };
 	pthread_t th;
 	pthread_create(&th, NULL, cancel_later, &cc);
 	snprintf(script, sizeof(script), "%s", marker);
@@ -239,6 +240,15 @@ main(int argc, char **argv)
 	usleep(200000);
 	CHECK(!leftover(marker), "no process survives the cancel");
 	CHECK(be->cancel(env, 12345) == HS_E_NOTFOUND, "cancel of an unknown exec");
+	/* A cancel that comes before the command has started still kills it. */
+	struct canceller early = { env, 78, 1000 };
+	pthread_create(&th, NULL, cancel_later, &early);
+	t0 = now_ms();
+	CHECK(run(env, script, NULL, 0, &c, &res, err, 78) == HS_OK && res.cancelled, "early cancel (%s)", err);
+	pthread_join(th, NULL);
+	CHECK(now_ms() - t0 < 6000, "early cancel is prompt (%llu ms)", (unsigned long long)(now_ms() - t0));
+	usleep(200000);
+	CHECK(!leftover(marker), "no process survives the early cancel");
 
 	/* Dropped connections while polling: output and exit code survive. */
 	emu("fault", "{\"drop\": 4}");
