@@ -38,7 +38,7 @@ static const struct hs_config_key dt_keys[] = {
 	{ "memory", HS_CONF_INT, "memory per sandbox in GiB (--memory wins)" },
 	{ "disk", HS_CONF_INT, "disk per sandbox in GiB" },
 	{ "start_timeout", HS_CONF_INT, "seconds to wait for a sandbox to reach 'started' (default 300)" },
-	{ "auto_stop", HS_CONF_INT, "minutes of inactivity before Daytona stops a kept sandbox (default 15)" },
+	{ "auto_stop", HS_CONF_INT, "minutes of inactivity before Daytona stops a sandbox (default 15; 0: never)" },
 	{ "poll_ms", HS_CONF_INT, "longest interval between polls of a running command (default 250)" },
 	{ "grace", HS_CONF_INT, "seconds between TERM and KILL when a command is killed (default 1)" },
 	{ "scratch_dir", HS_CONF_STRING, "directory inside the sandbox for scripts and stdin (default /tmp/hs-daytona)" },
@@ -458,7 +458,15 @@ dt_create(struct dt_env *e, const struct hs_env_spec *spec, char *err)
 	GS(DT_LABEL ".env"); GS(spec->env_name);
 	yajl_gen_map_close(g);
 	GS("networkBlockAll"); yajl_gen_bool(g, blocked);
-	GS("autoStopInterval"); yajl_gen_integer(g, (spec->flags & HS_SPEC_PERSISTENT) ? c->auto_stop_min : 0);
+	/*
+	 * Every sandbox stops after auto_stop idle minutes (the polls of a running
+	 * command count as activity); one that is not persistent is then deleted
+	 * at once, so an hs that died does not leave it running or kept.
+	 */
+	GS("autoStopInterval"); yajl_gen_integer(g, c->auto_stop_min);
+	if (!(spec->flags & HS_SPEC_PERSISTENT)) {
+		GS("autoDeleteInterval"); yajl_gen_integer(g, 0);
+	}
 	if (c->target[0]) { GS("target"); GS(c->target); }
 	if (cpu > 0) { GS("cpu"); yajl_gen_integer(g, cpu); }
 	if (mem > 0) { GS("memory"); yajl_gen_integer(g, mem); }

@@ -191,6 +191,7 @@ main(int argc, char **argv)
 	const char *st = emu("state", NULL);
 	CHECK(strstr(st, "\"dockerfileContent\": \"FROM debian:12\\n\"") != NULL, "image as a one-line dockerfile");
 	CHECK(strstr(st, "\"networkBlockAll\": true") != NULL, "network blocked by default");
+	CHECK(strstr(st, "\"autoDeleteInterval\": 0") != NULL, "a sandbox that is not persistent deletes itself once stopped");
 	CHECK(strstr(st, "\"hermes-sandbox.session\": \"s1\"") && strstr(st, "\"hermes-sandbox\": \"1\""), "labels");
 	CHECK(strstr(st, "\"cpu\": 2") && strstr(st, "\"memory\": 2") && strstr(st, "\"disk\": 5"),
 	      "cpu/memory/disk sent");
