@@ -717,7 +717,9 @@ dt_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		goto fail_keep;
 	if ((s = dt_wait_started(e, err)) != HS_OK)
 		goto fail;
-	snprintf(e->session, sizeof(e->session), "hs-%ld-%lx", (long)getpid(), (unsigned long)(dt_now(e) & 0xffffff));
+	/* Unique per process and open: two hs processes on one sandbox never share a session. */
+	snprintf(e->session, sizeof(e->session), "hs-%ld-%lx-%u", (long)getpid(),
+	         (unsigned long)(dt_now(e) & 0xffffff), __atomic_add_fetch(&st->opens, 1, __ATOMIC_SEQ_CST));
 	snprintf(e->ctl_session, sizeof(e->ctl_session), "%s-ctl", e->session);
 	if ((s = dt_session_create(e, e->session, err)) != HS_OK ||
 	    (s = dt_session_create(e, e->ctl_session, err)) != HS_OK || (s = dt_setup(e, props, err)) != HS_OK)
@@ -740,7 +742,6 @@ fail:
 		return s;
 	}
 fail_keep:
-	e->session[0] = e->ctl_session[0] = '\0';
 	{
 		char derr[HS_ERR_MAX];
 		dt_close(e, HS_CLOSE_KEEP, derr);

@@ -106,6 +106,7 @@ struct dt_conf {
 
 struct dt_state {
 	const struct hs_host_v1 *host;
+	uint32_t opens; /* atomic: environments opened, for unique toolbox session ids */
 };
 
 struct dt_env {
