@@ -19,6 +19,7 @@ Test-only controls live under /_emu/ (no key needed):
   GET  /_emu/requests          every request seen (method, path, body)
 
 Usage: DAYTONA_EMU_KEY=k emulator.py --port-file F --root DIR
+       emulator.py --ctl URL WHAT [JSON]     (call a control endpoint)
 """
 import argparse
 import json
@@ -371,8 +372,19 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_any("DELETE")
 
 
+def control(url, what, data):
+    """Client side of /_emu/ for the tests (no curl needed)."""
+    import urllib.request
+    req = urllib.request.Request(url + "/_emu/" + what, data=data.encode() if data is not None else None,
+                                 method="POST" if data is not None else "GET")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        sys.stdout.write(r.read().decode())
+
+
 def main():
     global ROOT, KEY
+    if len(sys.argv) >= 4 and sys.argv[1] == "--ctl":
+        return control(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     ap = argparse.ArgumentParser()
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--root", required=True)

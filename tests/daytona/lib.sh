@@ -31,7 +31,6 @@ cat > "$XDG_CONFIG_HOME/hs/hs.conf" <<CONF
 daytona = { scratch_dir = "$DT_SCRATCH"; poll_ms = 50; start_timeout = 20; };
 CONF
 # emu PATH [JSON]: call a control endpoint of the emulator.
-emu() {
-	if [ $# -gt 1 ]; then curl -sf -X POST -d "$2" "$DAYTONA_API_URL/_emu/$1"
-	else curl -sf "$DAYTONA_API_URL/_emu/$1"; fi
-}
+DT_EMU="$top_srcdir/tests/daytona/emulator.py"
+export DT_EMU
+emu() { python3 "$DT_EMU" --ctl "$DAYTONA_API_URL" "$@"; }

@@ -1,8 +1,8 @@
 /*
  * test-daytona.c - drives the daytona backend through the SDK's fake host
  * against the loopback Daytona emulator (tests/daytona/emulator.py, started
- * by daytona.test, which exports DAYTONA_API_URL/DAYTONA_API_KEY and
- * DT_SCRATCH).  Usage: test-daytona PLUGIN.so
+ * by daytona.test, which exports DAYTONA_API_URL/DAYTONA_API_KEY, DT_EMU
+ * and DT_SCRATCH).  Usage: test-daytona PLUGIN.so
  */
 #include "config.h"
 
@@ -61,9 +61,9 @@ emu(const char *what, const char *post)
 	static char buf[1 << 20];
 	char cmd[1024];
 	if (post)
-		snprintf(cmd, sizeof(cmd), "curl -sf -X POST -d '%s' \"$DAYTONA_API_URL/_emu/%s\"", post, what);
+		snprintf(cmd, sizeof(cmd), "python3 \"$DT_EMU\" --ctl \"$DAYTONA_API_URL\" %s '%s'", what, post);
 	else
-		snprintf(cmd, sizeof(cmd), "curl -sf \"$DAYTONA_API_URL/_emu/%s\"", what);
+		snprintf(cmd, sizeof(cmd), "python3 \"$DT_EMU\" --ctl \"$DAYTONA_API_URL\" %s", what);
 	FILE *p = popen(cmd, "r");
 	size_t n = p ? fread(buf, 1, sizeof(buf) - 1, p) : 0;
 	buf[n] = '\0';
