@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "core/env.h"
 #include "core/exec.h"
+#include "core/serve-req.h"
 #include "core/hsconf.h"
 #include "core/json.h"
 #include "core/safety/redact.h"
@@ -172,25 +173,6 @@ usage(FILE *f)
 	        "approval; 130 cancelled with Ctrl-C; 125 hs or backend failure.\n");
 }
 
-static int64_t
-parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	case '\0': break;
-	default: return -1;
-	}
-	if (*end == 'b' || *end == 'B')
-		end++;
-	return *end ? -1 : (int64_t)v;
-}
 
 int
 hs_cmd_run(struct hs_core *c, int argc, char **argv)
@@ -254,7 +236,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 			break;
 		case 'N': spec.network = optarg; break;
 		case 'M':
-			if ((spec.memory_bytes = parse_size(optarg)) <= 0) {
+			if ((spec.memory_bytes = hs_parse_size(optarg)) <= 0) {
 				hs_die_msg("--memory: invalid size '%s' (e.g. 512m, 2g)", optarg);
 				return HS_EXIT_USAGE;
 			}
