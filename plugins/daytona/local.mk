@@ -22,13 +22,13 @@ TESTS += tests/daytona/test-json tests/daytona/daytona.test tests/daytona/e2e.te
 EXTRA_DIST += tests/daytona/emulator.py tests/daytona/lib.sh tests/daytona/daytona.test tests/daytona/e2e.test \
 	tests/daytona/seeds plugins/daytona/fuzz-json.c
 
-# libFuzzer target (clang): make fuzz-daytona && plugins/daytona/fuzz-json -max_total_time=60
+# libFuzzer target (clang), run by `make fuzz` (tests/fuzz/run.sh) over tests/daytona/seeds.
 FUZZ_TARGETS += fuzz-daytona
-fuzz-daytona: $(srcdir)/plugins/daytona/fuzz-json.c $(srcdir)/plugins/daytona/dt-json.c
-	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -DDT_FUZZ_MAIN -fsanitize=fuzzer,address,undefined \
-		-I$(top_builddir) -I$(top_srcdir)/sdk -I$(srcdir)/plugins/daytona $(YAJL_CFLAGS) \
-		-o plugins/daytona/fuzz-json $(srcdir)/plugins/daytona/fuzz-json.c \
-		$(srcdir)/plugins/daytona/dt-json.c $(YAJL_LIBS)
+fuzz-daytona: plugins/daytona/fuzz-json.c plugins/daytona/dt-json.c
+	@$(MKDIR_P) plugins/daytona
+	$(FUZZ_CC) -std=gnu11 $(FUZZ_FLAGS) -DDT_FUZZ_MAIN -I$(top_srcdir)/plugins/daytona $(YAJL_CFLAGS) \
+		-o plugins/daytona/fuzz-json $(addprefix $(top_srcdir)/,$^) $(YAJL_LIBS)
+	$(FUZZ_RUN) daytona plugins/daytona/fuzz-json $(top_srcdir)/tests/daytona/seeds
 CLEANFILES += plugins/daytona/fuzz-json
 .PHONY: fuzz-daytona
 
