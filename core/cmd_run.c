@@ -420,6 +420,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	hs_env_free(&env);
 	if (exec_rc < 0) {
 		hs_die_msg("%s", err);
+		for (int s = 1; json && s <= 2; s++)
+			hs_capture_free(&rs.cap[s]);
 		goto out;
 	}
 	if (json) {
