@@ -336,7 +336,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	uint64_t id, taken[4] = { 0 };
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
 	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
-	int cancel_sent = 0, rc = -1, done = 0, resent = 0;
+	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0;
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256];
 
@@ -390,6 +390,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			if (over > grace + 5000 && !cancel_sent) {
 				hsr_client_cancel(cn->rc, id);
 				cancel_sent = 1;
+				deadline_cancel = 1;
 			} else if (over > grace + 15000) {
 				snprintf(err, errlen, "the runner did not stop the command at its deadline");
 				goto out;
@@ -474,6 +475,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			out->exit_code = ev.exit_code;
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;
+			if (deadline_cancel && ev.cancelled) { /* the core's backup of the deadline */
+				out->timed_out = 1;
+				out->cancelled = 0;
+			}
 			/* The runner's count and the offset jumps seen are the same bytes. */
 			for (int s = 1; s <= 2; s++) {
 				if (ev.dropped[s] > out->dropped[s])
