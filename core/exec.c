@@ -65,6 +65,9 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 		cn->rc = NULL;
 		return HS_E_PROTOCOL;
 	}
+	const char *inst = hsr_client_instance(cn->rc);
+	cn->runner_restarted = cn->runner_instance[0] && strcmp(inst, cn->runner_instance) != 0;
+	snprintf(cn->runner_instance, sizeof(cn->runner_instance), "%s", inst);
 	return HS_OK;
 }
 
@@ -427,6 +430,11 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 		if (ev.type == HSR_EV_ATTACH && !attach_lists(&ev, id)) {
 			/* The EXEC was lost with the stream before the daemon read it:
 			 * nothing ran, so send it again, unless stdin was already taken. */
+			if (cn->runner_restarted) {
+				snprintf(err, errlen, "the sandbox's runner was restarted while the command ran: "
+				                      "the command is lost (it may have run in part)");
+				goto out;
+			}
 			if (taken[1] || taken[2] || taken[3] || stdin_sent) {
 				snprintf(err, errlen, "the runner lost the command when its stream broke");
 				goto out;
