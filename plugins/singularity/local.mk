@@ -15,4 +15,4 @@ tests_singularity_test_sifcache_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_singularity_test_sifcache_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_singularity_test_sifcache_LDADD = $(CMOCKA_LIBS)
 TESTS += tests/singularity/test-sifcache tests/singularity/backend.test
-EXTRA_DIST += tests/singularity/apptainer tests/singularity/backend.test
+EXTRA_DIST += tests/singularity/apptainer tests/singularity/backend.test docs/singularity.md

@@ -113,6 +113,40 @@ sg_mkdir_private(const char *dir, char *err)
 	return HS_OK;
 }
 
+/*
+ * Scratch: create missing directories (0700) down to dir, then require dir
+ * to be this user's and writable by nobody else.
+ */
+static int
+sg_scratch_dir(const char *dir, char *err)
+{
+	char p[1024];
+	struct stat sb;
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+			snprintf(err, HS_ERR_MAX, "cannot create scratch directory '%s': %s", p,
+			         strerror(errno));
+			return HS_E_IO;
+		}
+		*s = '/';
+	}
+	if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, HS_ERR_MAX, "cannot create scratch directory '%s': %s", p, strerror(errno));
+		return HS_E_IO;
+	}
+	if (lstat(p, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
+	    (sb.st_mode & 022)) {
+		snprintf(err, HS_ERR_MAX, "scratch '%s' must be a directory of this user that others "
+		         "cannot write; fix it or set singularity.scratch", p);
+		return HS_E_PERM;
+	}
+	return HS_OK;
+}
+
 /* Parse "20G", "512M", "1048576"; returns -1 on nonsense. */
 static int
 sg_parse_size(const char *s, uint64_t *out)
@@ -845,11 +879,9 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		         "node-local directory", env->rundir);
 		return HS_E_CONFIG;
 	}
-	if (sg_mkdir_private(st->scratch, err) != HS_OK) {
-		size_t n = strlen(err);
-		snprintf(err + n, HS_ERR_MAX - n, " (scratch; set singularity.scratch)");
-		return HS_E_CONFIG;
-	}
+	rc = sg_scratch_dir(st->scratch, err);
+	if (rc != HS_OK)
+		return rc;
 	int running = sg_running(st, env->name, err);
 	if (running < 0)
 		return HS_E_UNAVAILABLE;
