@@ -57,6 +57,8 @@ struct sg_env {
 	char rundir[1024];   /* host side of SG_IN_RUNDIR */
 	char shellfile[1024];
 	int64_t idle;
+	int started; /* this open started the instance */
+	int opened;  /* open succeeded */
 	pid_t attach[SG_MAX_ATTACH];
 };
 
@@ -371,23 +373,23 @@ sg_last_line(char *s)
 
 /* ---- init / probe. ---- */
 
+/* Find the executable (config, else apptainer, else singularity on PATH); "" when none. */
 static void
-sg_resolve(struct sg_state *st)
+sg_resolve(const struct hs_host_v1 *h, char *exe, size_t len, char *flavour, size_t flen)
 {
-	const struct hs_host_v1 *h = st->host;
 	const char *v = NULL;
 
-	st->exe[0] = '\0';
+	exe[0] = '\0';
 	if (h->config_string(h->ctx, "executable", &v) == HS_OK && v && *v) {
 		if (strchr(v, '/'))
-			snprintf(st->exe, sizeof(st->exe), "%s", access(v, X_OK) == 0 ? v : "");
+			snprintf(exe, len, "%s", access(v, X_OK) == 0 ? v : "");
 		else
-			sg_find_in_path(v, st->exe, sizeof(st->exe));
-	} else if (sg_find_in_path("apptainer", st->exe, sizeof(st->exe)) < 0) {
-		sg_find_in_path("singularity", st->exe, sizeof(st->exe));
+			sg_find_in_path(v, exe, len);
+	} else if (sg_find_in_path("apptainer", exe, len) < 0) {
+		sg_find_in_path("singularity", exe, len);
 	}
-	const char *base = strrchr(st->exe, '/');
-	snprintf(st->flavour, sizeof(st->flavour), "%s",
+	const char *base = strrchr(exe, '/');
+	snprintf(flavour, flen, "%s",
 	         base && strstr(base, "singularity") ? "singularity" : "apptainer");
 }
 
@@ -440,7 +442,8 @@ sg_init(const struct hs_host_v1 *host, void **state, char *err)
 		st->build_timeout = i;
 	if (host->config_int(host->ctx, "lock_wait", &i) == HS_OK && i >= 0)
 		st->lock_wait = i;
-	sg_resolve(st);
+	/* Resolved once: open and the streams of other threads read it. */
+	sg_resolve(host, st->exe, sizeof(st->exe), st->flavour, sizeof(st->flavour));
 	sg_scratch(st);
 	*state = st;
 	return HS_OK;
@@ -460,7 +463,6 @@ sg_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 	char out[512];
 
 	(void)flags;
-	sg_resolve(st);
 	r->runner = runner && access(runner, X_OK) == 0;
 	if (!st->exe[0]) {
 		const char *v = NULL;
@@ -838,7 +840,6 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	char sif[1400], shell[64] = "";
 	int32_t rc;
 
-	sg_resolve(st);
 	if (!st->exe[0]) {
 		snprintf(err, HS_ERR_MAX, "neither 'apptainer' nor 'singularity' is on PATH; install "
 		         "Apptainer or set singularity.executable (see hs backends)");
@@ -903,6 +904,7 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		rc = sg_start(env, spec, sif, props, err);
 		if (rc != HS_OK)
 			return rc;
+		env->started = 1;
 	}
 	if (sg_read_shell(env, shell, sizeof(shell)) < 0 &&
 	    sg_detect_shell(env, shell, sizeof(shell), err) < 0)
@@ -911,6 +913,7 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	props->runner = 1;
 	snprintf(props->shell, sizeof(props->shell), "%s", shell);
 	snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", SG_IN_RUNDIR);
+	env->opened = 1;
 	return HS_OK;
 }
 
@@ -1000,7 +1003,11 @@ sg_close(void *envp, uint32_t flags, char *err)
 		return HS_OK;
 	/* The core closed its streams first, so each attach process sees EOF and exits. */
 	sg_reap(env, 1);
-	if (!(flags & HS_CLOSE_KEEP) && env->name[0]) {
+	/*
+	 * After a failed open, only an instance this open started is torn down:
+	 * a running session whose re-attach failed is left alone.
+	 */
+	if (!(flags & HS_CLOSE_KEEP) && env->name[0] && (env->opened || env->started)) {
 		struct sg_state *st = env->st;
 		char out[1024];
 		int running = sg_running(st, env->name, err);
