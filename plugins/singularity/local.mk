@@ -16,3 +16,10 @@ tests_singularity_test_sifcache_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_singularity_test_sifcache_LDADD = $(CMOCKA_LIBS)
 TESTS += tests/singularity/test-sifcache tests/singularity/backend.test
 EXTRA_DIST += tests/singularity/apptainer tests/singularity/backend.test docs/singularity.md
+
+# Per-command cost: one hs serve session vs an apptainer exec per command (stand-in).
+EXTRA_DIST += bench/singularity-bench.sh
+BENCH_EXTRA += bench-singularity
+bench-singularity: core/hs$(EXEEXT) plugins/singularity/singularity.la
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) top_srcdir=$(abs_top_srcdir) bash $(top_srcdir)/bench/singularity-bench.sh
+.PHONY: bench-singularity
