@@ -14,7 +14,7 @@ t=$(mktemp -d /tmp/hs-sbench.XXXXXX)
 A=$SRC/tests/singularity/apptainer
 export STANDIN_STATE=$t/standin XDG_STATE_HOME=$t/state XDG_CONFIG_HOME=$t/config \
 	XDG_CACHE_HOME=$t/cache XDG_RUNTIME_DIR=$t/run
-trap '"$A" instance stop hs-0-b1 >/dev/null 2>&1; "$A" instance stop bench >/dev/null 2>&1; rm -rf "$t"' EXIT
+trap '"$A" instance stop bench >/dev/null 2>&1 || true; rm -rf "$t"' EXIT
 mkdir -p "$t/config/hs" && mkdir -m 700 "$t/run"
 printf 'singularity = { executable = "%s"; image = "docker://busybox"; };\n' "$A" >"$t/config/hs/hs.conf"
 ms() { date +%s%N | cut -c1-13; }
