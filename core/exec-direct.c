@@ -28,7 +28,7 @@
 #include "core/shell.h"
 
 #define HS_DIRECT_STDIN_MAX (16u * 1024u * 1024u)
-#define HS_DIRECT_SLACK_MS 15000 /* past deadline + grace: the core cancels */
+#define HS_DIRECT_SLACK_MS 5000 /* past deadline + grace: the core cancels */
 
 static int64_t
 now_ms(void)
@@ -47,7 +47,7 @@ struct direct {
 	uint64_t total[3];
 	/* watcher */
 	pthread_mutex_t lock;
-	int done, cancel_sent, sink_failed;
+	int done, cancel_sent, sink_failed, deadline_fired;
 	int wake[2];
 	/* capture mode (files): collect stdout and stderr instead of a sink */
 	char *buf[3];
@@ -86,9 +86,13 @@ watcher(void *arg)
 		if (d->sink && d->sink->cancelled && d->sink->cancelled(d->sink->ctx))
 			send_cancel(d);
 		/* The backend must stop the command at its deadline; the core backs it up. */
-		if (d->deadline_ms > 0 &&
-		    now_ms() - d->start > d->deadline_ms + d->grace_ms + HS_DIRECT_SLACK_MS)
+		if (d->deadline_ms > 0 && !d->deadline_fired &&
+		    now_ms() - d->start > d->deadline_ms + d->grace_ms + HS_DIRECT_SLACK_MS) {
+			hs_warn("backend '%s' did not stop a command at its deadline; cancelling it",
+			        d->cn->be->plugin.name);
+			d->deadline_fired = 1;
 			send_cancel(d);
+		}
 	}
 	return NULL;
 }
@@ -240,8 +244,12 @@ run(struct direct *d, const char *const *argv, uint32_t argc, char *const *envp,
 		snprintf(err, errlen, "backend '%s': %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
 		return -1;
 	}
-	if (d->cancel_sent && !res->timed_out && !d->sink_failed)
+	if (d->deadline_fired) { /* the core stopped it at its deadline: a timeout */
+		res->timed_out = 1;
+		res->cancelled = 0;
+	} else if (d->cancel_sent && !res->timed_out && !d->sink_failed) {
 		res->cancelled = 1;
+	}
 	return 0;
 }
 
