@@ -902,6 +902,13 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 			return rc;
 		unlink(env->shellfile);
 		rc = sg_start(env, spec, sif, props, err);
+		/* Another session's eviction or a cleaner may have removed the image
+		 * between the check and the start: fetch it again, once. */
+		if (rc != HS_OK && sg_is_remote(image) && !hs_sif_check(sif)) {
+			rc = sg_image(st, image, sif, sizeof(sif), props->note, sizeof(props->note), err);
+			if (rc == HS_OK)
+				rc = sg_start(env, spec, sif, props, err);
+		}
 		if (rc != HS_OK)
 			return rc;
 		env->started = 1;
