@@ -56,6 +56,7 @@ struct sg_env {
 	char name[128];      /* the instance name */
 	char rundir[1024];   /* host side of SG_IN_RUNDIR */
 	char shellfile[1024];
+	char logfile[1024];  /* apptainer's messages for the runner streams */
 	int64_t idle;
 	int started; /* this open started the instance */
 	int opened;  /* open succeeded */
@@ -274,90 +275,123 @@ fail:
 	return -1;
 }
 
+/* Keep the tail of a stream in buf (messages end there). */
+static void
+sg_keep_tail(char *buf, size_t cap, size_t *used, const char *data, size_t n)
+{
+	if (cap < 2)
+		return;
+	if (n >= cap - 1) {
+		memcpy(buf, data + n - (cap - 1), cap - 1);
+		*used = cap - 1;
+	} else {
+		if (*used + n > cap - 1) {
+			size_t drop = *used + n - (cap - 1);
+			memmove(buf, buf + drop, *used - drop);
+			*used -= drop;
+		}
+		memcpy(buf + *used, data, n);
+		*used += n;
+	}
+	buf[*used] = '\0';
+}
+
 /*
- * Run the executable with argv, wait up to timeout_ms, and keep the last
- * output (stdout and stderr together) in out for messages and parsing.
- * Returns the exit status (0..255, 128+N for a signal), or -1 with err set.
+ * Run the executable with argv, wait up to timeout_ms, and keep the tail of
+ * its standard output in out and of its standard error in eout (when eout
+ * is NULL, standard error goes to out too).  Returns the exit status
+ * (0..255, 128+N for a signal), or -1 with err set.
  */
 static int
-sg_run(struct sg_state *st, const char *const *argv, int passthrough, int timeout_ms, char *out,
-       size_t outlen, char *err)
+sg_run2(struct sg_state *st, const char *const *argv, int passthrough, int timeout_ms, char *out,
+        size_t outlen, char *eout, size_t eoutlen, char *err)
 {
 	struct sg_envv e;
 	posix_spawn_file_actions_t fa;
-	int pfd[2], status = 0;
-	size_t used = 0;
+	int po[2], pe[2] = { -1, -1 }, status = 0;
+	size_t used[2] = { 0, 0 };
 	pid_t pid;
 
 	if (outlen)
 		out[0] = '\0';
+	if (eout && eoutlen)
+		eout[0] = '\0';
 	if (sg_env_build(st, passthrough, &e) < 0) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		return -1;
 	}
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		sg_envv_free(&e);
+	if (pipe2(po, O_CLOEXEC) < 0 || (eout && pipe2(pe, O_CLOEXEC) < 0)) {
 		snprintf(err, HS_ERR_MAX, "cannot create a pipe: %s", strerror(errno));
+		sg_envv_free(&e);
 		return -1;
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, eout ? pe[1] : po[1], 2);
 	int rc = posix_spawn(&pid, st->exe, &fa, NULL, (char *const *)argv, e.v);
 	posix_spawn_file_actions_destroy(&fa);
 	sg_envv_free(&e);
-	close(pfd[1]);
+	close(po[1]);
+	if (eout)
+		close(pe[1]);
 	if (rc != 0) {
-		close(pfd[0]);
+		close(po[0]);
+		if (eout)
+			close(pe[0]);
 		snprintf(err, HS_ERR_MAX, "cannot start '%s': %s", st->exe, strerror(rc));
 		return -1;
 	}
+	struct pollfd p[2] = { { po[0], POLLIN, 0 }, { eout ? pe[0] : -1, POLLIN, 0 } };
 	uint64_t start = st->host->now_ms(st->host->ctx);
-	for (;;) {
+	int timed_out = 0;
+	while (p[0].fd >= 0 || p[1].fd >= 0) {
 		int64_t left = timeout_ms - (int64_t)(st->host->now_ms(st->host->ctx) - start);
 		if (left <= 0) {
-			kill(pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-			close(pfd[0]);
-			snprintf(err, HS_ERR_MAX, "'%s %s %s' did not finish within %ds", st->exe, argv[1],
-			         argv[2] ? argv[2] : "", timeout_ms / 1000);
-			return -1;
+			timed_out = 1;
+			break;
 		}
-		struct pollfd p = { pfd[0], POLLIN, 0 };
-		int r = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
+		int r = poll(p, 2, (int)(left > 1000 ? 1000 : left));
 		if (r < 0 && errno != EINTR)
 			break;
-		if (r <= 0)
-			continue;
-		char buf[4096];
-		ssize_t n = read(pfd[0], buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (outlen > 1) {
-			/* Keep the tail: messages end there. */
-			if ((size_t)n >= outlen - 1) {
-				memcpy(out, buf + n - (outlen - 1), outlen - 1);
-				used = outlen - 1;
-			} else {
-				if (used + (size_t)n > outlen - 1) {
-					size_t drop = used + (size_t)n - (outlen - 1);
-					memmove(out, out + drop, used - drop);
-					used -= drop;
-				}
-				memcpy(out + used, buf, (size_t)n);
-				used += (size_t)n;
+		for (int i = 0; r > 0 && i < 2; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			char buf[4096];
+			ssize_t n = read(p[i].fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				continue;
 			}
-			out[used] = '\0';
+			if (i == 0)
+				sg_keep_tail(out, outlen, &used[0], buf, (size_t)n);
+			else
+				sg_keep_tail(eout, eoutlen, &used[1], buf, (size_t)n);
 		}
 	}
-	close(pfd[0]);
+	for (int i = 0; i < 2; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	if (timed_out)
+		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (timed_out) {
+		snprintf(err, HS_ERR_MAX, "'%s %s %s' did not finish within %ds", st->exe, argv[1],
+		         argv[2] ? argv[2] : "", timeout_ms / 1000);
+		return -1;
+	}
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int
+sg_run(struct sg_state *st, const char *const *argv, int passthrough, int timeout_ms, char *out,
+       size_t outlen, char *err)
+{
+	return sg_run2(st, argv, passthrough, timeout_ms, out, outlen, NULL, 0, err);
 }
 
 /* The last non-empty line of s, in place, for one-line messages. */
@@ -590,13 +624,14 @@ sg_image(struct sg_state *st, const char *image, char *out, size_t len, char *no
 static int
 sg_running(struct sg_state *st, const char *name, char *err)
 {
-	char out[16384];
+	char out[16384], eout[1024];
 	const char *argv[] = { st->exe, "instance", "list", "--json", name, NULL };
-	int rc = sg_run(st, argv, 0, 30000, out, sizeof(out), err);
+	/* Standard error apart: a warning there must not spoil the JSON. */
+	int rc = sg_run2(st, argv, 0, 30000, out, sizeof(out), eout, sizeof(eout), err);
 	if (rc != 0) {
 		if (rc > 0)
 			snprintf(err, HS_ERR_MAX, "'%s instance list' failed: %s", st->exe,
-			         sg_last_line(out));
+			         sg_last_line(eout[0] ? eout : out));
 		return -1;
 	}
 	char ebuf[256];
@@ -872,6 +907,7 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	snprintf(env->name, sizeof(env->name), "%s", spec->env_name);
 	snprintf(env->rundir, sizeof(env->rundir), "%s/%s", h->runtime_dir, env->name);
 	snprintf(env->shellfile, sizeof(env->shellfile), "%s/%s.shell", h->state_dir, env->name);
+	snprintf(env->logfile, sizeof(env->logfile), "%s/%s.log", h->state_dir, env->name);
 	rc = sg_mkdir_private(env->rundir, err);
 	if (rc != HS_OK)
 		return rc;
@@ -980,6 +1016,9 @@ sg_runner_stream(void *envp, int32_t *fd, char *err)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+	/* Apptainer's own messages must not mix into the command's stderr. */
+	posix_spawn_file_actions_addopen(&fa, 2, env->logfile, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW,
+	                                 0600);
 	int rc = posix_spawn(&pid, st->exe, &fa, NULL, (char *const *)argv, e.v);
 	posix_spawn_file_actions_destroy(&fa);
 	sg_envv_free(&e);
@@ -1036,6 +1075,7 @@ sg_close(void *envp, uint32_t flags, char *err)
 				st->host->log(st->host->ctx, HS_LOG_WARN, "cannot remove '%s': %s", env->rundir,
 				              strerror(errno));
 			unlink(env->shellfile);
+			unlink(env->logfile);
 		}
 	}
 	free(env);
