@@ -297,16 +297,10 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 }
 
 /* Output passes through a redactor per stream when there are secrets to hide. */
-struct redact_ctx {
-	const struct hs_sink_ops *sink;
-	int stream;
-	int failed;
-};
-
-static void
-redact_emit(void *ctx, const char *data, size_t len)
+void
+hs_redact_sink_emit(void *ctx, const char *data, size_t len)
 {
-	struct redact_ctx *rc = ctx;
+	struct hs_redact_sink *rc = ctx;
 	if (len && rc->sink->output(rc->sink->ctx, rc->stream, data, len) < 0)
 		rc->failed = 1;
 }
@@ -317,8 +311,8 @@ deliver(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream, con
 {
 	if (!red)
 		return sink->output(sink->ctx, stream, buf, len);
-	struct redact_ctx rc = { sink, stream, 0 };
-	if (hs_redact_feed(red, buf, len, redact_emit, &rc) < 0)
+	struct hs_redact_sink rc = { sink, stream, 0 };
+	if (hs_redact_feed(red, buf, len, hs_redact_sink_emit, &rc) < 0)
 		return -1;
 	return rc.failed ? -1 : 0;
 }
@@ -326,9 +320,9 @@ deliver(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream, con
 static void
 deliver_flush(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream)
 {
-	struct redact_ctx rc = { sink, stream, 0 };
+	struct hs_redact_sink rc = { sink, stream, 0 };
 	if (red)
-		hs_redact_flush(red, redact_emit, &rc);
+		hs_redact_flush(red, hs_redact_sink_emit, &rc);
 }
 
 int
