@@ -320,12 +320,14 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	struct hs_record rec;
 	struct hs_session_req req = { .name = session, .backend = backend, .spec = &spec,
 	                              .persistent = session != NULL };
+	memset(&cn, 0, sizeof(cn));
 	int lockfd = hs_session_begin(c, &req, &cn, &rec, err, sizeof(err));
 	if (lockfd == -1) {
 		hs_die_msg("%s", err);
 		hs_grants_free(&grants);
 		free(command);
-		return HS_EXIT_FAIL;
+		/* A backend's approval refusal (daemon-side host access) is a denial too. */
+		return cn.open_status == HS_E_DENIED ? HS_EXIT_DENIED : HS_EXIT_FAIL;
 	}
 
 	struct hs_envlist env;

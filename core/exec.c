@@ -77,6 +77,7 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	pthread_mutex_init(&cn->lock, NULL);
 	cn->be = be;
 	st = be->plugin.desc.open(be->state, spec, &cn->env, &cn->props, e);
+	cn->open_status = st;
 	if (st != HS_OK) {
 		snprintf(err, errlen, "backend '%s' cannot open '%s': %s", be->plugin.name,
 		         spec->session ? spec->session : "", e[0] ? e : hs_strerror(st));

@@ -25,6 +25,7 @@ struct hs_conn {
 	uint64_t next_id;
 	pthread_mutex_t lock;    /* guards next_id and the job table */
 	struct hs_job *jobs;
+	int32_t open_status;     /* the backend's status when open() failed (HS_E_DENIED: exit 77) */
 };
 
 /* Where output goes while a command runs. */

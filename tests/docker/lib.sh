@@ -1,0 +1,53 @@
+# tests/docker/lib.sh - a private dockerd for the docker backend's tests,
+# on its own socket, data root, exec root and pidfile under $t, with images
+# built offline: hstest-bb (busybox only) and hstest-bash (the host's bash
+# and its libraries, plus busybox).  Sourced by the tests; needs $t.
+
+dk_skip() {
+	if [ "${HS_REQUIRE_SERVICES:-0}" = 1 ]; then echo "FAIL: $1"; exit 1; fi
+	echo "SKIP: $1"; exit 77
+}
+
+dk_start() {
+	command -v dockerd >/dev/null || dk_skip "dockerd not installed (apt-get install docker.io)"
+	command -v docker >/dev/null || dk_skip "docker CLI not installed (apt-get install docker.io)"
+	[ "$(id -u)" = 0 ] || dk_skip "the test dockerd needs root"
+	[ -x /bin/busybox ] || dk_skip "busybox not installed (apt-get install busybox-static)"
+	mkdir -p "$t/dk"
+	# The socket path must fit sun_path; $t comes from mktemp under /tmp.
+	export DOCKER_HOST=unix://$t/dk/d.sock
+	setsid dockerd --host "$DOCKER_HOST" --data-root "$t/dk/data" --exec-root "$t/dk/exec" \
+		--pidfile "$t/dk/pid" --bridge=none --iptables=false --ip6tables=false \
+		>"$t/dk/log" 2>&1 </dev/null &
+	DK_PID=$!
+	for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+	docker info >/dev/null 2>&1 || { tail -5 "$t/dk/log"; dk_skip "the test dockerd did not start"; }
+}
+
+# Stops our dockerd only (by its pid) and removes its state.
+dk_stop() {
+	if [ -n "${DK_PID:-}" ]; then
+		docker ps -aq 2>/dev/null | xargs -r docker rm -f >/dev/null 2>&1
+		kill "$DK_PID" 2>/dev/null
+		for _ in $(seq 40); do kill -0 "$DK_PID" 2>/dev/null || break; sleep 0.25; done
+		kill -9 "$DK_PID" 2>/dev/null
+		DK_PID=
+	fi
+	# Container mounts under the exec/data roots may linger briefly.
+	grep -o " $t/dk/[^ ]*" /proc/mounts 2>/dev/null | sort -r | xargs -r -n1 umount -l 2>/dev/null
+}
+
+dk_image_bb() {
+	local r; r=$(mktemp -d "$t/img.XXXXXX"); mkdir -p "$r/bin" "$r/tmp"; cp /bin/busybox "$r/bin/"
+	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"; done
+	tar -C "$r" -c . | docker import - hstest-bb:1 >/dev/null; rm -rf "$r"
+}
+
+dk_image_bash() {
+	local r f; r=$(mktemp -d "$t/img.XXXXXX"); mkdir -p "$r/bin" "$r/tmp"
+	cp /bin/busybox "$r/bin/"
+	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"; done
+	cp /bin/bash "$r/bin/bash"
+	for f in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p "$r$(dirname "$f")"; cp -L "$f" "$r$f"; done
+	tar -C "$r" -c . | docker import - hstest-bash:1 >/dev/null; rm -rf "$r"
+}
