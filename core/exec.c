@@ -137,6 +137,15 @@ reattach(struct hs_conn *cn, uint64_t credit, char *err, size_t errlen)
 	return -1;
 }
 
+/* After a stream that could not be re-attached: try again before the next request. */
+static int
+ensure_stream(struct hs_conn *cn, char *err, size_t errlen)
+{
+	if (cn->rc)
+		return 0;
+	return hs_conn_stream(cn, err, errlen) == HS_OK ? 0 : -1;
+}
+
 struct state_buf {
 	char *data;
 	size_t len, cap;
@@ -308,8 +317,14 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	pthread_mutex_unlock(&cn->lock);
 	struct hsr_exec_spec spec;
 	exec_spec(cn, o, id, argv, &spec);
+	if (ensure_stream(cn, err, errlen) < 0)
+		goto out;
 	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		if (reattach(cn, 0, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (reattach(cn, 0, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "cannot re-attach to the runner: %s", e);
+			goto out;
+		}
+		if (hsr_client_exec(cn->rc, &spec) < 0) {
 			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
 			goto out;
 		}
@@ -455,6 +470,8 @@ hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_put_file_flags(cn->rc, id, path, mode, buf, len,
 	                              durable ? 0 : HSR_PUT_NOSYNC) < 0) {
 		snprintf(err, errlen, "cannot send '%s' to the runner: %s", path, strerror(errno));
@@ -492,6 +509,8 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_get_file(cn->rc, id, path) < 0) {
 		snprintf(err, errlen, "cannot ask the runner for '%s': %s", path, strerror(errno));
 		return -1;
@@ -573,8 +592,9 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = now_ms();
-	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
+	if (ensure_stream(cn, err, errlen) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (cn->rc)
+			snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
 		hs_capture_free(&j->cap[1]);
 		hs_capture_free(&j->cap[2]);
 		free(j);
@@ -591,6 +611,10 @@ hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen)
 {
 	struct hsr_event ev;
 	int r;
+	if (!cn->rc) {
+		snprintf(err, errlen, "no runner stream");
+		return -1;
+	}
 	while ((r = hsr_client_next(cn->rc, &ev, timeout_ms, err, errlen)) == 1) {
 		route(cn, &ev);
 		timeout_ms = 0;

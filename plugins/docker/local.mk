@@ -18,8 +18,8 @@ tests_docker_test_demux_SOURCES = tests/docker/test-demux.c plugins/docker/demux
 	plugins/docker/fuzz-demux.c
 tests_docker_test_demux_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_docker_test_demux_LDADD = $(CMOCKA_LIBS)
-TESTS += tests/docker/test-demux tests/docker/docker.test
-EXTRA_DIST += tests/docker/docker.test tests/docker/lib.sh
+TESTS += tests/docker/test-demux tests/docker/docker.test tests/docker/serve.test
+EXTRA_DIST += tests/docker/docker.test tests/docker/serve.test tests/docker/lib.sh
 
 # libFuzzer target; not part of `make`:
 #   make fuzz-docker && plugins/docker/fuzz-demux -max_total_time=60

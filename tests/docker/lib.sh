@@ -24,8 +24,9 @@ dk_start() {
 	docker info >/dev/null 2>&1 || { tail -5 "$t/dk/log"; dk_skip "the test dockerd did not start"; }
 }
 
-# Stops our dockerd only (by its pid) and removes its state.
+# Stops our dockerd only (by its pid, or its pidfile after a restart) and removes its state.
 dk_stop() {
+	[ -s "$t/dk/pid" ] && DK_PID=$(cat "$t/dk/pid")
 	if [ -n "${DK_PID:-}" ]; then
 		docker ps -aq 2>/dev/null | xargs -r docker rm -f >/dev/null 2>&1
 		kill "$DK_PID" 2>/dev/null
