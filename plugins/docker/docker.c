@@ -25,6 +25,8 @@ static const struct hs_config_key dk_keys[] = {
 	                          "/var/run/docker.sock)" },
 	{ "image", HS_CONF_STRING, "the image when --image is not given" },
 	{ "pull", HS_CONF_BOOL, "pull a missing image (default false)" },
+	{ "runner", HS_CONF_BOOL, "host hs-runner in the container (default true); false: one "
+	                          "exec per command" },
 	{ "pids_limit", HS_CONF_INT, "maximum number of processes in a container (default 1024)" },
 	{ "reap_after", HS_CONF_INT, "seconds after which exited non-persistent containers of hs "
 	                             "are removed (default 3600)" },
@@ -107,6 +109,13 @@ dk_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 	const char *goarch = arch && strcmp(arch, "x86_64") == 0 ? "amd64"
 	                     : arch && strcmp(arch, "aarch64") == 0 ? "arm64" : arch;
 	r->runner = dk_runner_fits(st->host->runner_path, goarch, reason, sizeof(reason)) == 0;
+	int32_t want = 1;
+	if (r->runner && st->host->config_bool(st->host->ctx, "runner", &want) == HS_OK && !want) {
+		r->runner = 0;
+		snprintf(reason, sizeof(reason), "docker.runner = false");
+	}
+	if (!r->runner)
+		snprintf(r->reason, sizeof(r->reason), "%s", reason);
 	snprintf(r->detail, sizeof(r->detail), "socket=%s\napi=%s\nserver=%s\narch=%s\nrunner=%s%s",
 	         api.sock, v, sv ? sv : "?", arch ? arch : "?",
 	         r->runner ? "hosted in each container" : "exec per command: ",
@@ -236,6 +245,12 @@ create_container(struct dk_env *env, const struct hs_env_spec *spec, const char 
 	}
 	env->runner = dk_runner_fits(st->host->runner_path, arch, props->runner_reason,
 	                             sizeof(props->runner_reason)) == 0;
+	int32_t want = 1;
+	if (env->runner && st->host->config_bool(st->host->ctx, "runner", &want) == HS_OK && !want) {
+		env->runner = 0;
+		snprintf(props->runner_reason, sizeof(props->runner_reason),
+		         "docker.runner = false: one exec per command");
+	}
 	struct dk_create c = { .spec = spec, .image = image, .mounts = mounts, .runner = env->runner };
 	rc = dk_container_create(env, &c, err);
 	if (rc == HS_E_EXISTS) {

@@ -18,8 +18,18 @@ tests_docker_test_demux_SOURCES = tests/docker/test-demux.c plugins/docker/demux
 	plugins/docker/fuzz-demux.c
 tests_docker_test_demux_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_docker_test_demux_LDADD = $(CMOCKA_LIBS)
-TESTS += tests/docker/test-demux tests/docker/docker.test tests/docker/serve.test
-EXTRA_DIST += tests/docker/docker.test tests/docker/serve.test tests/docker/lib.sh
+
+# The plugin's ops against the fake host and a private dockerd (exec mode, approval).
+check_PROGRAMS += tests/docker/test-exec
+tests_docker_test_exec_SOURCES = tests/docker/test-exec.c $(DK_SRCS)
+tests_docker_test_exec_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(YAJL_CFLAGS) $(LIBARCHIVE_CFLAGS) \
+	$(PTHREAD_CFLAGS)
+tests_docker_test_exec_LDADD = sdk/libhsfakehost.a $(CURL_LIBS) $(YAJL_LIBS) $(LIBARCHIVE_LIBS) \
+	$(PTHREAD_LIBS)
+TESTS += tests/docker/test-demux tests/docker/docker.test tests/docker/serve.test \
+	tests/docker/exec.test
+EXTRA_DIST += tests/docker/docker.test tests/docker/serve.test tests/docker/exec.test \
+	tests/docker/lib.sh
 
 # libFuzzer target; not part of `make`:
 #   make fuzz-docker && plugins/docker/fuzz-demux -max_total_time=60
