@@ -52,3 +52,18 @@ dk_image_bash() {
 	for f in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p "$r$(dirname "$f")"; cp -L "$f" "$r$f"; done
 	tar -C "$r" -c . | docker import - hstest-bash:1 >/dev/null; rm -rf "$r"
 }
+
+# The runner must be static to run in a busybox image.  A sanitizer build's
+# is dynamic: then a static one is built here from the same sources with
+# musl-gcc (or skip), and HS_RUNNER points hs at it.
+dk_static_runner() {
+	local r=${top_builddir:?}/runner/hs-runner src=${srcdir:-.}/runner v
+	file -L "$r" 2>/dev/null | grep -q dynamic || return 0
+	command -v musl-gcc >/dev/null || dk_skip "hs-runner is dynamic (sanitizer build) and musl-gcc is missing"
+	v=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"/\1/p' "$top_builddir/config.h")
+	musl-gcc -std=gnu11 -O2 -static -D_GNU_SOURCE -DHSR_VERSION="\"$v\"" -I"$src" -o "$t/hs-runner" \
+		"$src"/main.c "$src"/attach.c "$src"/daemon.c "$src"/cmd.c "$src"/shim.c "$src"/spool.c \
+		"$src"/files.c "$src"/rundir.c "$src"/proto.c "$src"/stop.c ||
+		dk_skip "cannot build a static hs-runner with musl-gcc"
+	export HS_RUNNER=$t/hs-runner
+}
