@@ -114,6 +114,26 @@ dk_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 		r->runner = 0;
 		snprintf(reason, sizeof(reason), "docker.runner = false");
 	}
+	/* The configured image, when the daemon has it, may be of another architecture. */
+	const char *img = conf_str(st, "image");
+	if (r->runner && img) {
+		static const char *const iarchp[] = { "Architecture", NULL };
+		char path[1200], esc[1024], e[HS_ERR_MAX];
+		yajl_val it = NULL;
+		dk_url_escape(img, esc, sizeof(esc));
+		snprintf(path, sizeof(path), "/images/%s/json", esc);
+		if (dk_api_json(&api, "GET", path, NULL, &http, &it, e) == HS_OK) {
+			const char *ia = dk_json_str(it, iarchp);
+			if (ia && dk_runner_fits(st->host->runner_path, ia, reason, sizeof(reason)) < 0) {
+				r->runner = 0;
+				char why[sizeof(reason)];
+				snprintf(why, sizeof(why), "%s", reason);
+				snprintf(reason, sizeof(reason), "image '%.200s': %s", img, why);
+			}
+		}
+		if (it)
+			yajl_tree_free(it);
+	}
 	if (!r->runner)
 		snprintf(r->reason, sizeof(r->reason), "%s", reason);
 	snprintf(r->detail, sizeof(r->detail), "socket=%s\napi=%s\nserver=%s\narch=%s\nrunner=%s%s",
@@ -454,7 +474,9 @@ dk_close(void *envp, uint32_t flags, char *err)
 	/* The core closed its ends: each attach sees EOF and its stream ends. */
 	for (int i = 0; i < DK_MAX_PUMPS; i++)
 		dk_pump_stop(&env->pumps[i], 2000);
-	if (!(flags & HS_CLOSE_KEEP) && env->id[0]) {
+	/* A throwaway (non-persistent) environment is never kept: the core asks
+	 * to keep one only when its stream failed, and nobody would re-attach. */
+	if ((!(flags & HS_CLOSE_KEEP) || !env->persistent) && env->id[0]) {
 		rc = dk_container_remove(env, err);
 		if (rc == HS_OK)
 			state_remove(env);

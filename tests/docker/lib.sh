@@ -67,3 +67,28 @@ dk_static_runner() {
 		dk_skip "cannot build a static hs-runner with musl-gcc"
 	export HS_RUNNER=$t/hs-runner
 }
+
+# hstest-arm:1: hstest-bb with its config saying arm64 (the binaries stay
+# this machine's), to exercise the fallback for images of another architecture.
+dk_image_foreign() {
+	local d; d=$(mktemp -d "$t/img.XXXXXX"); mkdir "$d/x"
+	docker save hstest-bb:1 -o "$d/i.tar" && tar -C "$d/x" -xf "$d/i.tar" || return 1
+	python3 - "$d/x" <<'PY' || return 1
+import hashlib, json, os, sys
+x = sys.argv[1]
+m = json.load(open(os.path.join(x, "manifest.json")))
+old = m[0]["Config"]
+cfg = json.load(open(os.path.join(x, old)))
+cfg["architecture"] = "arm64"
+data = json.dumps(cfg).encode()
+new = hashlib.sha256(data).hexdigest() + ".json"
+os.remove(os.path.join(x, old))
+open(os.path.join(x, new), "wb").write(data)
+m[0]["Config"] = new
+m[0]["RepoTags"] = ["hstest-arm:1"]
+json.dump(m, open(os.path.join(x, "manifest.json"), "w"))
+if os.path.exists(os.path.join(x, "repositories")):
+    os.remove(os.path.join(x, "repositories"))
+PY
+	tar -C "$d/x" -cf "$d/o.tar" . && docker load -i "$d/o.tar" >/dev/null; rm -rf "$d"
+}
