@@ -204,6 +204,7 @@ image_inspect(struct dk_env *env, const char *image, char *arch, size_t alen, ch
 	const char *a = dk_json_str(t, archp), *u = dk_json_str(t, userp);
 	snprintf(arch, alen, "%s", a ? a : "");
 	env->uid = env->gid = 0;
+	env->user[0] = '\0';
 	if (u && *u) {
 		char *end;
 		long uid = strtol(u, &end, 10);
@@ -211,6 +212,8 @@ image_inspect(struct dk_env *env, const char *image, char *arch, size_t alen, ch
 			env->uid = env->gid = uid;
 			if (*end == ':')
 				env->gid = strtol(end + 1, NULL, 10);
+		} else {
+			snprintf(env->user, sizeof(env->user), "%s", u);
 		}
 	}
 	yajl_tree_free(t);
@@ -282,6 +285,8 @@ create_container(struct dk_env *env, const struct hs_env_spec *spec, const char 
 	}
 	if (rc != HS_OK)
 		return rc;
+	if (env->runner && env->user[0] && (rc = dk_resolve_user(env, env->id, err)) != HS_OK)
+		goto fail;
 	if (env->runner && (rc = dk_upload_runner(env, env->id, err)) != HS_OK)
 		goto fail;
 	if ((rc = dk_container_start(env, err)) != HS_OK)
@@ -407,6 +412,10 @@ on_attach_err(void *ctx, const char *buf, size_t len)
 	char *nl = strchr(env->lasterr, '\n');
 	if (nl)
 		*nl = '\0';
+	/* The attach process speaks on stderr only when something is wrong. */
+	if (env->lasterr[0])
+		env->st->host->log(env->st->host->ctx, HS_LOG_WARN, "container '%s': %s", env->name,
+		                   env->lasterr);
 	pthread_mutex_unlock(&env->lock);
 }
 

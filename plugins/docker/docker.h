@@ -31,7 +31,8 @@ struct dk_env {
 	int persistent;
 	int runner;            /* the runner is hosted (else exec per command) */
 	int64_t idle;          /* runner idle seconds */
-	int64_t uid, gid;      /* the image's user, when numeric (else root) */
+	int64_t uid, gid;      /* the image's user (root when unset) */
+	char user[128];        /* the image's USER as written, when it names a user */
 	struct dk_pump pumps[DK_MAX_PUMPS];
 	pthread_mutex_t lock;  /* guards lasterr and exec_cancel */
 	char lasterr[256];     /* last stderr line of an attach exec */
@@ -65,6 +66,12 @@ int dk_container_has(struct dk_env *env, const char *path);
 
 /* upload.c */
 int32_t dk_upload_runner(struct dk_env *env, const char *cid, char *err);
+
+/*
+ * Resolves env->user (a name, optionally ":group-name" ignored) through
+ * the container's /etc/passwd into env->uid and env->gid.
+ */
+int32_t dk_resolve_user(struct dk_env *env, const char *cid, char *err);
 
 /* risks.c */
 /*

@@ -306,6 +306,11 @@ pump_main(void *arg)
 			pf[1].events |= POLLOUT;
 		if (sock_eof && (olen == ooff || fd_dead))
 			break;
+		/* A side with nothing to wait for is left out, so a hang-up there cannot spin us. */
+		if (!pf[0].events)
+			pf[0].fd = -1;
+		if (!pf[1].events)
+			pf[1].fd = -1;
 		if (poll(pf, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;

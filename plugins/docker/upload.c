@@ -123,3 +123,68 @@ out:
 	dk_buf_free(&img);
 	return st;
 }
+
+/* One line of passwd: "name:x:uid:gid:..."; returns 1 when it is user's. */
+static int
+passwd_line(const char *line, size_t len, const char *user, int64_t *uid, int64_t *gid)
+{
+	size_t ul = strlen(user);
+	char buf[512];
+	if (len >= sizeof(buf) || len <= ul || memcmp(line, user, ul) != 0 || line[ul] != ':')
+		return 0;
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	long long u, g;
+	if (sscanf(buf + ul + 1, "%*[^:]:%lld:%lld", &u, &g) != 2 || u < 0 || g < 0)
+		return 0;
+	*uid = u;
+	*gid = g;
+	return 1;
+}
+
+int32_t
+dk_resolve_user(struct dk_env *env, const char *cid, char *err)
+{
+	char path[512], user[128];
+	struct dk_buf tar = { 0 };
+	long http;
+	int32_t st;
+	int found = 0;
+
+	snprintf(user, sizeof(user), "%s", env->user);
+	char *colon = strchr(user, ':');
+	if (colon)
+		*colon = '\0';
+	snprintf(path, sizeof(path), "/containers/%s/archive?path=/etc/passwd", cid);
+	st = dk_api_call(&env->api, "GET", path, NULL, NULL, 0, &http, &tar, err);
+	if (st != HS_OK)
+		return st;
+	if (http == 200) {
+		struct archive *ar = archive_read_new();
+		struct archive_entry *e;
+		archive_read_support_format_tar(ar);
+		if (archive_read_open_memory(ar, tar.p, tar.n) == ARCHIVE_OK &&
+		    archive_read_next_header(ar, &e) == ARCHIVE_OK) {
+			struct dk_buf pw = { 0 };
+			char b[8192];
+			la_ssize_t n;
+			while ((n = archive_read_data(ar, b, sizeof(b))) > 0 && pw.n < (1u << 20))
+				dk_buf_add(&pw, b, (size_t)n);
+			for (size_t i = 0; pw.p && i < pw.n && !found;) {
+				char *nl = memchr(pw.p + i, '\n', pw.n - i);
+				size_t len = nl ? (size_t)(nl - (pw.p + i)) : pw.n - i;
+				found = passwd_line(pw.p + i, len, user, &env->uid, &env->gid);
+				i += len + 1;
+			}
+			dk_buf_free(&pw);
+		}
+		archive_read_free(ar);
+	}
+	dk_buf_free(&tar);
+	if (!found) {
+		snprintf(err, HS_ERR_MAX, "the image's user '%s' is not in its /etc/passwd: set a numeric "
+		         "USER in the image, or docker.runner = false", user);
+		return HS_E_INVALID;
+	}
+	return HS_OK;
+}

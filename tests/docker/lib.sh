@@ -92,3 +92,12 @@ if os.path.exists(os.path.join(x, "repositories")):
 PY
 	tar -C "$d/x" -cf "$d/o.tar" . && docker load -i "$d/o.tar" >/dev/null; rm -rf "$d"
 }
+
+# hstest-user:1 (USER hsuser, from its /etc/passwd) and hstest-uid:1 (USER 1235).
+dk_image_users() {
+	local r; r=$(mktemp -d "$t/img.XXXXXX"); mkdir -p "$r/bin" "$r/tmp" "$r/etc"; cp /bin/busybox "$r/bin/"
+	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"; done
+	printf 'root:x:0:0:root:/:/bin/sh\nhsuser:x:1234:1234::/tmp:/bin/sh\n' >"$r/etc/passwd"
+	tar -C "$r" -c . | docker import --change 'USER hsuser' - hstest-user:1 >/dev/null
+	tar -C "$r" -c . | docker import --change 'USER 1235' - hstest-uid:1 >/dev/null; rm -rf "$r"
+}
