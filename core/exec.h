@@ -44,6 +44,14 @@ struct hs_sink_ops {
 	int cancel_fd; /* poll()ed: readable when a cancel may be pending; -1: none */
 };
 
+/* A sink behind a redactor: hs_redact_sink_emit passes redacted bytes on. */
+struct hs_redact_sink {
+	const struct hs_sink_ops *sink;
+	int stream;
+	int failed;
+};
+void hs_redact_sink_emit(void *ctx, const char *data, size_t len);
+
 struct hs_exec_opts {
 	const char *command;       /* shell string */
 	const char *cwd;           /* -C: overrides the session's cwd; NULL: keep it */
