@@ -170,6 +170,15 @@ reattach(struct hs_conn *cn, uint64_t credit, uint64_t id, const uint64_t *taken
 	return -1;
 }
 
+/* After a stream that could not be re-attached: try again before the next request. */
+static int
+ensure_stream(struct hs_conn *cn, char *err, size_t errlen)
+{
+	if (cn->rc)
+		return 0;
+	return hs_conn_stream(cn, err, errlen) == HS_OK ? 0 : -1;
+}
+
 struct state_buf {
 	char *data;
 	size_t len, cap;
@@ -358,8 +367,14 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	pthread_mutex_unlock(&cn->lock);
 	struct hsr_exec_spec spec;
 	exec_spec(cn, o, id, argv, &spec);
+	if (ensure_stream(cn, err, errlen) < 0)
+		goto out;
 	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		if (reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "cannot re-attach to the runner: %s", e);
+			goto out;
+		}
+		if (hsr_client_exec(cn->rc, &spec) < 0) {
 			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
 			goto out;
 		}
@@ -542,6 +557,8 @@ put_once(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, s
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_put_file_flags(cn->rc, id, path, mode, buf, len,
 	                              durable ? 0 : HSR_PUT_NOSYNC) < 0) {
 		snprintf(err, errlen, "cannot send '%s' to the runner: %s", path, strerror(errno));
@@ -580,6 +597,8 @@ get_once(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_get_file(cn->rc, id, path) < 0) {
 		snprintf(err, errlen, "cannot ask the runner for '%s': %s", path, strerror(errno));
 		return -2;
@@ -702,8 +721,9 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = now_ms();
-	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
+	if (ensure_stream(cn, err, errlen) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (cn->rc)
+			snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
 		hs_capture_free(&j->cap[1]);
 		hs_capture_free(&j->cap[2]);
 		free(j);
