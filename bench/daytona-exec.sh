@@ -45,6 +45,7 @@ PY
 )
 "$HS" session close bench >/dev/null 2>&1 || true
 hs_ms=$(( (t1 - t0) / N / 1000000 )); api_ms=$(( (t3 - t2) / N / 1000000 ))
+[ -n "${HS_BENCH_TSV:-}" ] && printf 'daytona emulator (hs serve)\t%s\tone API call (curl)\t%s\n' "$serve_ms" "$api_ms" >>"$HS_BENCH_TSV"
 echo "daytona: hs run -s (re-attach + exec) ${hs_ms} ms/command; curl sync exec ${api_ms} ms/command;" \
 	"ratio $(awk "BEGIN{printf \"%.1f\", $hs_ms/($api_ms>0?$api_ms:1)}")x;" \
 	"hs serve exec ${serve_ms} ms/command, ratio $(awk "BEGIN{printf \"%.1f\", $serve_ms/($api_ms>0?$api_ms:1)}")x (emulator on loopback)"

@@ -42,6 +42,7 @@ oneiso=$(mean_ms $((N / 4)) "$HS" run --isolate -C "$t/ws" -- true) || exit 1
 echo "isolation-bench: N=$N on $(nproc) CPUs, $(uname -r)"
 printf '  %-44s %8s ms\n' "plain local session (hs run -s)" "$plain"
 printf '  %-44s %8s ms   %sx plain (target < 3)\n' "isolated session (hs run -s, --isolate)" "$iso" "$(ratio "$iso" "$plain")"
+[ -n "${HS_BENCH_TSV:-}" ] && printf 'isolated local (hs run -s)\t%s\tplain local (hs run -s)\t%s\n' "$iso" "$plain" >>"$HS_BENCH_TSV"
 printf '  %-44s %8s ms\n' "one-shot plain (hs run)" "$oneplain"
 printf '  %-44s %8s ms   %sx plain one-shot\n' "one-shot isolated (set-up + teardown)" "$oneiso" "$(ratio "$oneiso" "$oneplain")"
 

@@ -16,6 +16,7 @@ per() { # per BACKEND SESSION: mean ms of 20 commands in a warm session
 	"$HS" session close "$2" >/dev/null 2>&1
 }
 m=$(per modal bm) l=$(per local bl)
+[ -n "${HS_BENCH_TSV:-}" ] && printf 'modal emulator (hs run -s)\t%s\tlocal (hs run -s)\t%s\n' "$m" "$l" >>"$HS_BENCH_TSV"
 echo "per command: modal ${m} ms, local ${l} ms, ratio $(awk "BEGIN{printf \"%.1f\", $m/$l}")x"
 t0=$(date +%s%N)
 n=$("$HS" run -b modal -- 'head -c 20000000 /dev/zero' | wc -c)

@@ -32,4 +32,5 @@ sif=$(ls "$t/state/hs/singularity/sif-cache/"*.sif)
 "$A" instance start --containall --no-home --cleanenv "$sif" bench >/dev/null
 s=$(ms); for i in $(seq "$N"); do "$A" exec --cleanenv instance://bench /bin/sh -c true; done; ex_ms=$(( $(ms) - s ))
 
+[ -n "${HS_BENCH_TSV:-}" ] && awk -v h="$hs_ms" -v e="$ex_ms" -v n="$N" 'BEGIN{printf "singularity stand-in (hs serve)\t%.3f\tapptainer exec (stand-in)\t%.3f\n", h/n, e/n}' >>"$HS_BENCH_TSV"
 echo "bench-singularity: $N commands: hs serve session ${hs_ms} ms (incl. instance start and stop), apptainer exec each ${ex_ms} ms; ratio $(awk "BEGIN{printf \"%.1f\", $ex_ms/$hs_ms}")x"
