@@ -267,6 +267,14 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	}
 	spec.mounts = mounts;
 	spec.n_mounts = (uint32_t)n_mounts;
+	/* The workspace an environment is built around (the local backend's isolated
+	 * mode binds only it): -C DIR, absolute, else the configured workspace. */
+	char cwd_abs[PATH_MAX];
+	if (cwd && cwd[0] != '/' && realpath(cwd, cwd_abs))
+		cwd = cwd_abs;
+	spec.workdir = cwd;
+	if (!spec.workdir)
+		hs_conf_string(c->conf, "workspace", &spec.workdir);
 
 	const char *mode_s = "ask";
 	hs_conf_string(c->conf, "approval", &mode_s);
@@ -373,6 +381,14 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 
 	char here[4096];
 	int local = strcmp(cn.be->plugin.name, "local") == 0;
+	const char *start_dir = NULL;
+	/* An isolated sandbox sees only its workspace: commands start there, or
+	 * where the session's shell state puts them. */
+	if (local && strcmp(cn.props.isolation, "namespaces") == 0) {
+		if (spec.workdir && realpath(spec.workdir, here))
+			start_dir = here;
+	} else if (local && getcwd(here, sizeof(here)))
+		start_dir = here;
 	struct hs_sink_ops sink = {
 		.ctx = &rs,
 		.output = run_output,
@@ -384,7 +400,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	struct hs_exec_opts eo = {
 		.command = command,
 		.cwd = cwd,
-		.start_dir = local && getcwd(here, sizeof(here)) ? here : NULL,
+		.start_dir = start_dir,
 		.envp = env.v,
 		.deadline_ms = timeout * 1000,
 		.grace_ms = grace,
@@ -404,6 +420,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	hs_env_free(&env);
 	if (exec_rc < 0) {
 		hs_die_msg("%s", err);
+		for (int s = 1; json && s <= 2; s++)
+			hs_capture_free(&rs.cap[s]);
 		goto out;
 	}
 	if (json) {

@@ -69,6 +69,7 @@ struct sess {
 	char approval_req[32];
 	int approval_answer;   /* -1 pending */
 	size_t queued;         /* bytes of this session's lines waiting for the writer (out_mu) */
+	char start_dir[4096];  /* an isolated local sandbox's workspace: commands start there */
 	struct sess *next;
 };
 
@@ -346,6 +347,7 @@ start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const stru
 	struct hs_exec_opts eo = {
 		.command = gate->command,
 		.cwd = hs_serve_str(r->root, "cwd"),
+		.start_dir = ss->start_dir[0] ? ss->start_dir : NULL,
 		.envp = env->v,
 		.deadline_ms = timeout * 1000,
 		.grace_ms = grace,
@@ -553,6 +555,7 @@ do_exec(struct sess *ss, struct req *r)
 	struct hs_exec_opts eo = {
 		.command = command,
 		.cwd = hs_serve_str(r->root, "cwd"),
+		.start_dir = ss->start_dir[0] ? ss->start_dir : NULL,
 		.envp = env.v,
 		.deadline_ms = timeout * 1000,
 		.grace_ms = grace,
@@ -632,6 +635,10 @@ do_open(struct sess *ss, struct req *r)
 	}
 	if (hs_serve_true(r->root, "isolate"))
 		spec.flags |= HS_SPEC_ISOLATE;
+	/* The workspace the local backend's isolated mode binds: "workspace", else the configured one. */
+	spec.workdir = hs_serve_str(r->root, "workspace");
+	if (!spec.workdir)
+		hs_conf_string(s->c->conf, "workspace", &spec.workdir);
 	yajl_val mv = hs_serve_val(r->root, "mounts");
 	if (mv && YAJL_IS_ARRAY(mv))
 		for (size_t i = 0; i < mv->u.array.len && nm < 32; i++)
@@ -665,6 +672,11 @@ do_open(struct sess *ss, struct req *r)
 		return;
 	}
 	ss->opened = 1;
+	ss->start_dir[0] = 0;
+	if (strcmp(ss->cn.be->plugin.name, "local") == 0 &&
+	    strcmp(ss->cn.props.isolation, "namespaces") == 0 && spec.workdir &&
+	    !realpath(spec.workdir, ss->start_dir))
+		ss->start_dir[0] = 0;
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
 	gen_id(g, r->id);

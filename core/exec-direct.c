@@ -97,20 +97,6 @@ watcher(void *arg)
 	return NULL;
 }
 
-struct redact_ctx {
-	const struct hs_sink_ops *sink;
-	int stream;
-	int failed;
-};
-
-static void
-redact_emit(void *ctx, const char *data, size_t len)
-{
-	struct redact_ctx *rc = ctx;
-	if (len && rc->sink->output(rc->sink->ctx, rc->stream, data, len) < 0)
-		rc->failed = 1;
-}
-
 /* hs_sink.write for the backend: may be called from any of its threads, in order. */
 static int32_t
 sink_write(void *ctx, int32_t stream, const void *data, uint64_t len)
@@ -137,8 +123,8 @@ sink_write(void *ctx, int32_t stream, const void *data, uint64_t len)
 	}
 	int failed;
 	if (d->red[stream]) {
-		struct redact_ctx rc = { d->sink, stream, 0 };
-		failed = hs_redact_feed(d->red[stream], data, (size_t)len, redact_emit, &rc) < 0 || rc.failed;
+		struct hs_redact_sink rc = { d->sink, stream, 0 };
+		failed = hs_redact_feed(d->red[stream], data, (size_t)len, hs_redact_sink_emit, &rc) < 0 || rc.failed;
 	} else {
 		failed = d->sink->output(d->sink->ctx, stream, data, (size_t)len) < 0;
 	}
@@ -283,9 +269,9 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 	if (run(&d, argv, 8, o->envp, o->start_dir, in, in_len, &res, err, errlen) < 0)
 		goto out;
 	for (int s = 1; sink && s <= 2; s++) {
-		struct redact_ctx rcx = { sink, s, 0 };
+		struct hs_redact_sink rcx = { sink, s, 0 };
 		if (d.red[s])
-			hs_redact_flush(d.red[s], redact_emit, &rcx);
+			hs_redact_flush(d.red[s], hs_redact_sink_emit, &rcx);
 	}
 	out->exit_code = res.timed_out ? 124 : res.exit_code;
 	out->timed_out = res.timed_out;

@@ -65,6 +65,9 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 		cn->rc = NULL;
 		return HS_E_PROTOCOL;
 	}
+	const char *inst = hsr_client_instance(cn->rc);
+	cn->runner_restarted = cn->runner_instance[0] && strcmp(inst, cn->runner_instance) != 0;
+	snprintf(cn->runner_instance, sizeof(cn->runner_instance), "%s", inst);
 	return HS_OK;
 }
 
@@ -165,6 +168,15 @@ reattach(struct hs_conn *cn, uint64_t credit, uint64_t id, const uint64_t *taken
 			return 0;
 	}
 	return -1;
+}
+
+/* After a stream that could not be re-attached: try again before the next request. */
+static int
+ensure_stream(struct hs_conn *cn, char *err, size_t errlen)
+{
+	if (cn->rc)
+		return 0;
+	return hs_conn_stream(cn, err, errlen) == HS_OK ? 0 : -1;
 }
 
 struct state_buf {
@@ -297,16 +309,10 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 }
 
 /* Output passes through a redactor per stream when there are secrets to hide. */
-struct redact_ctx {
-	const struct hs_sink_ops *sink;
-	int stream;
-	int failed;
-};
-
-static void
-redact_emit(void *ctx, const char *data, size_t len)
+void
+hs_redact_sink_emit(void *ctx, const char *data, size_t len)
 {
-	struct redact_ctx *rc = ctx;
+	struct hs_redact_sink *rc = ctx;
 	if (len && rc->sink->output(rc->sink->ctx, rc->stream, data, len) < 0)
 		rc->failed = 1;
 }
@@ -317,8 +323,8 @@ deliver(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream, con
 {
 	if (!red)
 		return sink->output(sink->ctx, stream, buf, len);
-	struct redact_ctx rc = { sink, stream, 0 };
-	if (hs_redact_feed(red, buf, len, redact_emit, &rc) < 0)
+	struct hs_redact_sink rc = { sink, stream, 0 };
+	if (hs_redact_feed(red, buf, len, hs_redact_sink_emit, &rc) < 0)
 		return -1;
 	return rc.failed ? -1 : 0;
 }
@@ -326,9 +332,9 @@ deliver(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream, con
 static void
 deliver_flush(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream)
 {
-	struct redact_ctx rc = { sink, stream, 0 };
+	struct hs_redact_sink rc = { sink, stream, 0 };
 	if (red)
-		hs_redact_flush(red, redact_emit, &rc);
+		hs_redact_flush(red, hs_redact_sink_emit, &rc);
 }
 
 int
@@ -342,7 +348,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	uint64_t id, taken[4] = { 0 };
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
 	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
-	int cancel_sent = 0, rc = -1, done = 0, resent = 0;
+	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0;
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256];
 
@@ -361,8 +367,14 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	pthread_mutex_unlock(&cn->lock);
 	struct hsr_exec_spec spec;
 	exec_spec(cn, o, id, argv, &spec);
+	if (ensure_stream(cn, err, errlen) < 0)
+		goto out;
 	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		if (reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "cannot re-attach to the runner: %s", e);
+			goto out;
+		}
+		if (hsr_client_exec(cn->rc, &spec) < 0) {
 			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
 			goto out;
 		}
@@ -396,6 +408,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			if (over > grace + 5000 && !cancel_sent) {
 				hsr_client_cancel(cn->rc, id);
 				cancel_sent = 1;
+				deadline_cancel = 1;
 			} else if (over > grace + 15000) {
 				snprintf(err, errlen, "the runner did not stop the command at its deadline");
 				goto out;
@@ -432,6 +445,11 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 		if (ev.type == HSR_EV_ATTACH && !attach_lists(&ev, id)) {
 			/* The EXEC was lost with the stream before the daemon read it:
 			 * nothing ran, so send it again, unless stdin was already taken. */
+			if (cn->runner_restarted) {
+				snprintf(err, errlen, "the sandbox's runner was restarted while the command ran: "
+				                      "the command is lost (it may have run in part)");
+				goto out;
+			}
 			if (taken[1] || taken[2] || taken[3] || stdin_sent) {
 				snprintf(err, errlen, "the runner lost the command when its stream broke");
 				goto out;
@@ -480,6 +498,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			out->exit_code = ev.exit_code;
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;
+			if (deadline_cancel && ev.cancelled) { /* the core's backup of the deadline */
+				out->timed_out = 1;
+				out->cancelled = 0;
+			}
 			/* The runner's count and the offset jumps seen are the same bytes. */
 			for (int s = 1; s <= 2; s++) {
 				if (ev.dropped[s] > out->dropped[s])
@@ -535,6 +557,8 @@ put_once(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, s
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_put_file_flags(cn->rc, id, path, mode, buf, len,
 	                              durable ? 0 : HSR_PUT_NOSYNC) < 0) {
 		snprintf(err, errlen, "cannot send '%s' to the runner: %s", path, strerror(errno));
@@ -573,6 +597,8 @@ get_once(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_get_file(cn->rc, id, path) < 0) {
 		snprintf(err, errlen, "cannot ask the runner for '%s': %s", path, strerror(errno));
 		return -2;
@@ -695,8 +721,9 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = now_ms();
-	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
+	if (ensure_stream(cn, err, errlen) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (cn->rc)
+			snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
 		hs_capture_free(&j->cap[1]);
 		hs_capture_free(&j->cap[2]);
 		free(j);
