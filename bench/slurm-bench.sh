@@ -41,6 +41,7 @@ hsrun=$(( ($(ms) - t0) / N ))
 served=$(grep -o '"duration_ms":[0-9]*' "$T/resp" | cut -d: -f2 | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
 [ "${served:-0}" -gt 0 ] || served=1
 "$HS" session close b1 >/dev/null 2>&1
+[ -n "${HS_BENCH_TSV:-}" ] && printf 'slurm (hs serve)\t%s\tsrun --overlap step\t%s\n' "$served" "$step" >>"$HS_BENCH_TSV"
 echo "slurm backend, $N commands each (ms per command):"
 echo "  srun --overlap step per command : $step"
 echo "  hs run (new hs process each)    : $hsrun   ($(awk "BEGIN{printf \"%.2f\", $hsrun/$step}")x the step)"
