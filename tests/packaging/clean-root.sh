@@ -12,8 +12,9 @@
 #   * the SDK example builds from the installed hermes-sandbox-dev alone and
 #     passes `hs plugin-check` and the fake-host test.
 # The root is a minbase Debian 12 made by mmdebstrap from Debian's archive,
-# cached as a tarball keyed by its package list (HS_PKGTEST_CACHE, default
-# /var/cache/hs-pkgtest), then unpacked fresh for every run.  Needs root.
+# cached as a tarball keyed by its package list and the week
+# (HS_PKGTEST_CACHE, default /var/cache/hs-pkgtest), then unpacked fresh
+# for every run.  Needs root.
 # Exits 0 on success, 1 on a failed check, 77 when it cannot run here.
 set -euo pipefail
 
@@ -45,10 +46,15 @@ extra=$(for f in "${debs[@]}"; do dpkg-deb -f "$f" Depends Pre-Depends; done |
 	sed 's/^[A-Za-z-]*: //' | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' |
 	grep -v -E "$ours" | grep . | sort -u | tr '\n' ',')
 include="${extra}gcc,make,libc6-dev,pkgconf"
-key=$(printf '%s %s %s' "$suite" "$mirror" "$include" | sha256sum | cut -c1-16)
+# The week is part of the key: the archive moves on (point releases), and a
+# root older than the libraries the packages were just built against would
+# refuse them.
+key=$(printf '%s %s %s %s' "$suite" "$mirror" "$include" "$(date -u +%G-%V)" | sha256sum | cut -c1-16)
 tarball=$cache/root-$suite-$key.tar
+mkdir -p "$cache"
+# Roots made more than a week ago are stale: drop them.
+find "$cache" -maxdepth 1 -name 'root-*.tar' ! -newermt '-7 days' -delete 2>/dev/null || true
 if [ ! -s "$tarball" ]; then
-	mkdir -p "$cache"
 	echo "clean-root: making a minbase $suite root with: $include"
 	mmdebstrap --quiet --variant=minbase --mode=root --format=tar --include="$include" \
 		"$suite" "$tarball.tmp" "$mirror" >&2 || skip "mmdebstrap could not build a $suite root from $mirror"
