@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "core/env.h"
 #include "core/exec.h"
+#include "core/serve-req.h"
 #include "core/hsconf.h"
 #include "core/json.h"
 #include "core/safety/redact.h"
@@ -172,25 +173,6 @@ usage(FILE *f)
 	        "approval; 130 cancelled with Ctrl-C; 125 hs or backend failure.\n");
 }
 
-static int64_t
-parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	case '\0': break;
-	default: return -1;
-	}
-	if (*end == 'b' || *end == 'B')
-		end++;
-	return *end ? -1 : (int64_t)v;
-}
 
 int
 hs_cmd_run(struct hs_core *c, int argc, char **argv)
@@ -254,7 +236,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 			break;
 		case 'N': spec.network = optarg; break;
 		case 'M':
-			if ((spec.memory_bytes = parse_size(optarg)) <= 0) {
+			if ((spec.memory_bytes = hs_parse_size(optarg)) <= 0) {
 				hs_die_msg("--memory: invalid size '%s' (e.g. 512m, 2g)", optarg);
 				return HS_EXIT_USAGE;
 			}
@@ -325,7 +307,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		hs_die_msg("%s", err);
 		hs_grants_free(&grants);
 		free(command);
-		return HS_EXIT_FAIL;
+		/* A backend refuses a risk only it could see (a host-binding volume, say). */
+		return cn.open_status == HS_E_DENIED ? HS_EXIT_DENIED : HS_EXIT_FAIL;
 	}
 
 	struct hs_envlist env;
@@ -333,7 +316,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	size_t n_pass = 0;
 	const char *bad = NULL;
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
-	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, &bad) < 0) {
+	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, cn.merge_env, &bad) < 0) {
 		if (bad)
 			hs_die_msg("--env: '%s' is not NAME=VALUE (and HS_* names are reserved)", bad);
 		else

@@ -48,6 +48,8 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 		hsr_client_free(cn->rc);
 		cn->rc = NULL;
 	}
+	if (cn->exec_mode)
+		return HS_OK;
 	if (!cn->be->plugin.desc.runner_stream || !cn->props.runner) {
 		snprintf(err, errlen, "backend '%s' cannot host the runner here%s%s", cn->be->plugin.name,
 		         cn->props.runner_reason[0] ? ": " : "", cn->props.runner_reason);
@@ -76,7 +78,10 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	memset(cn, 0, sizeof(*cn));
 	pthread_mutex_init(&cn->lock, NULL);
 	cn->be = be;
+	/* Every backend but local is a sandbox with an environment of its own. */
+	cn->merge_env = strcmp(be->plugin.name, "local") != 0;
 	st = be->plugin.desc.open(be->state, spec, &cn->env, &cn->props, e);
+	cn->open_status = st;
 	if (st != HS_OK) {
 		snprintf(err, errlen, "backend '%s' cannot open '%s': %s", be->plugin.name,
 		         spec->session ? spec->session : "", e[0] ? e : hs_strerror(st));
@@ -87,8 +92,16 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	}
 	if (!cn->props.shell[0])
 		snprintf(cn->props.shell, sizeof(cn->props.shell), "/bin/sh");
-	snprintf(cn->snapshot, sizeof(cn->snapshot), "%s/shell.snap",
-	         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp");
+	/* Without a runner, a backend's exec runs each command (exec mode). */
+	cn->exec_mode = (!be->plugin.desc.runner_stream || !cn->props.runner) && be->plugin.desc.exec;
+	if (cn->exec_mode)
+		snprintf(cn->snapshot, sizeof(cn->snapshot), "%s%s%s/shell.snap",
+		         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp/.hs-",
+		         cn->props.runtime_dir[0] ? "" : spec->env_name ? spec->env_name : "session",
+		         "");
+	else
+		snprintf(cn->snapshot, sizeof(cn->snapshot), "%s/shell.snap",
+		         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp");
 	st = hs_conn_stream(cn, err, errlen);
 	if (st != HS_OK) {
 		be->plugin.desc.close(cn->env, HS_CLOSE_KEEP, e);
@@ -121,16 +134,34 @@ hs_conn_close(struct hs_conn *cn, int keep)
 	pthread_mutex_destroy(&cn->lock);
 }
 
-/* After a broken stream: connect again and take over the daemon's commands. */
+/*
+ * After a broken stream: connect again, take over the daemon's commands, and
+ * confirm again what was taken of each (the command's own offsets in
+ * taken, NULL for none, and every job's), since acknowledgements in flight
+ * when the stream broke are lost: without them the daemon would resend
+ * bytes already taken, and a stream that keeps breaking might never get
+ * past them.
+ */
 static int
-reattach(struct hs_conn *cn, uint64_t credit, char *err, size_t errlen)
+reattach(struct hs_conn *cn, uint64_t credit, uint64_t id, const uint64_t *taken, char *err,
+         size_t errlen)
 {
 	for (int i = 0; i < HS_REATTACH_TRIES; i++) {
 		if (i) {
 			struct timespec ts = { 0, (long)(100 * 1000 * 1000) << i };
 			nanosleep(&ts, NULL);
 		}
-		if (hs_conn_stream(cn, err, errlen) == HS_OK && hsr_client_attach_credit(cn->rc, credit) == 0)
+		if (hs_conn_stream(cn, err, errlen) != HS_OK || hsr_client_attach_credit(cn->rc, credit) != 0)
+			continue;
+		int sent = 0;
+		for (int s = 1; taken && s <= 3; s++)
+			if (taken[s] && hsr_client_ack(cn->rc, id, s, taken[s]) < 0)
+				sent = -1;
+		for (struct hs_job *j = cn->jobs; j; j = j->next)
+			for (int s = 1; s <= 2 && !j->done; s++)
+				if (j->taken[s] && hsr_client_ack(cn->rc, j->id, s, j->taken[s]) < 0)
+					sent = -1;
+		if (sent == 0)
 			return 0;
 	}
 	return -1;
@@ -165,6 +196,16 @@ state_append(struct state_buf *s, const void *p, size_t n)
 	s->len += n;
 }
 
+/* 1 when the ATTACH list of ev names command id. */
+static int
+attach_lists(const struct hsr_event *ev, uint64_t id)
+{
+	for (size_t i = 0; i < ev->nattach; i++)
+		if (ev->attach[i].id == id)
+			return 1;
+	return 0;
+}
+
 static struct hs_job *
 job_by_id(struct hs_conn *cn, uint64_t id)
 {
@@ -178,6 +219,16 @@ job_by_id(struct hs_conn *cn, uint64_t id)
 static void
 route(struct hs_conn *cn, const struct hsr_event *ev)
 {
+	if (ev->type == HSR_EV_ATTACH) {
+		/* A job the daemon does not know was lost with a broken stream. */
+		for (struct hs_job *k = cn->jobs; k; k = k->next)
+			if (!k->done && !attach_lists(ev, k->id)) {
+				k->done = 1;
+				k->exit_code = 125;
+				k->duration_ms = now_ms() - k->start_ms;
+			}
+		return;
+	}
 	struct hs_job *j = job_by_id(cn, ev->id);
 	if (!j)
 		return;
@@ -238,6 +289,7 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.grace_ms = o->grace_ms,
 		.stdin_pipe = o->stdin_pipe,
 		.want_state = o->keep_state,
+		.merge_env = cn->merge_env,
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
 		.initial_credit = lossless ? HS_WINDOW : HSR_CREDIT_UNLIMITED,
@@ -289,11 +341,13 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	struct hsr_event ev;
 	uint64_t id, taken[4] = { 0 };
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
-	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0;
-	int cancel_sent = 0, rc = -1, done = 0;
+	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
+	int cancel_sent = 0, rc = -1, done = 0, resent = 0;
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256];
 
+	if (cn->exec_mode)
+		return hs_conn_exec_direct(cn, o, sink, out, err, errlen);
 	memset(out, 0, sizeof(*out));
 	if (o->n_secrets && sink) {
 		for (int i = 1; i <= 2; i++)
@@ -308,7 +362,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	struct hsr_exec_spec spec;
 	exec_spec(cn, o, id, argv, &spec);
 	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		if (reattach(cn, 0, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
 			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
 			goto out;
 		}
@@ -350,6 +404,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 		if (ti >= 0 && (pf[ti].revents & (POLLIN | POLLHUP | POLLERR))) {
 			char buf[65536];
 			long n = sink->input(sink->ctx, buf, sizeof(buf));
+			if (n >= 0)
+				stdin_sent = 1;
 			if (n > 0) {
 				if (hsr_client_stdin(cn->rc, id, buf, (size_t)n) < 0)
 					stdin_open = 0;
@@ -365,13 +421,26 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			continue;
 		if (r < 0) {
 			/* The stream broke: re-attach and let the runner resend what we did not take. */
-			if (reattach(cn, lossless ? 0 : HSR_CREDIT_UNLIMITED, e, sizeof(e)) < 0) {
+			if (reattach(cn, lossless ? 0 : HSR_CREDIT_UNLIMITED, id, taken, e, sizeof(e)) < 0) {
 				snprintf(err, errlen, "lost the runner stream and could not re-attach: %s", e);
 				goto out;
 			}
 			if (lossless)
 				hsr_client_credit(cn->rc, id, HS_WINDOW);
 			continue;
+		}
+		if (ev.type == HSR_EV_ATTACH && !attach_lists(&ev, id)) {
+			/* The EXEC was lost with the stream before the daemon read it:
+			 * nothing ran, so send it again, unless stdin was already taken. */
+			if (taken[1] || taken[2] || taken[3] || stdin_sent) {
+				snprintf(err, errlen, "the runner lost the command when its stream broke");
+				goto out;
+			}
+			if (hsr_client_exec(cn->rc, &spec) < 0) {
+				snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
+				goto out;
+			}
+			resent = 1;
 		}
 		if (ev.id != id) {
 			route(cn, &ev); /* another command's: a background job's */
@@ -423,7 +492,18 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			done = 1;
 			break;
 		case HSR_EV_ERROR:
-			snprintf(err, errlen, "the runner refused the command: %s", ev.message);
+			if (resent && ev.code == HSR_E_BUSY) {
+				/* The first EXEC was still queued on the broken stream and
+				 * arrived after all; take the command over on this stream. */
+				resent = 0;
+				if (hsr_client_attach_credit(cn->rc, lossless ? 0 : HSR_CREDIT_UNLIMITED) < 0 ||
+				    (lossless && hsr_client_credit(cn->rc, id, HS_WINDOW) < 0)) {
+					snprintf(err, errlen, "cannot take the command over: %s", strerror(errno));
+					goto out;
+				}
+				break;
+			}
+			snprintf(err, errlen, "the runner: %s", ev.message);
 			goto out;
 		default:
 			break;
@@ -444,9 +524,10 @@ out:
 	return rc;
 }
 
-int
-hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
-            int durable, char *err, size_t errlen)
+/* One PUT; -2 when the stream broke (the caller re-attaches and tries again). */
+static int
+put_once(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
+         int durable, char *err, size_t errlen)
 {
 	struct hsr_event ev;
 	uint64_t id;
@@ -457,14 +538,14 @@ hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf
 	if (hsr_client_put_file_flags(cn->rc, id, path, mode, buf, len,
 	                              durable ? 0 : HSR_PUT_NOSYNC) < 0) {
 		snprintf(err, errlen, "cannot send '%s' to the runner: %s", path, strerror(errno));
-		return -1;
+		return -2;
 	}
 	for (;;) {
 		int r = hsr_client_next(cn->rc, &ev, 30000, err, errlen);
 		if (r <= 0) {
 			if (r == 0)
 				snprintf(err, errlen, "the runner did not confirm writing '%s'", path);
-			return -1;
+			return r < 0 ? -2 : -1;
 		}
 		if (ev.id != id) {
 			route(cn, &ev);
@@ -479,9 +560,10 @@ hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf
 	}
 }
 
-int
-hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *lenp, char *err,
-            size_t errlen)
+/* One GET; -2 when the stream broke. */
+static int
+get_once(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *lenp, char *err,
+         size_t errlen)
 {
 	struct hsr_event ev;
 	char *buf = NULL;
@@ -493,7 +575,7 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 	pthread_mutex_unlock(&cn->lock);
 	if (hsr_client_get_file(cn->rc, id, path) < 0) {
 		snprintf(err, errlen, "cannot ask the runner for '%s': %s", path, strerror(errno));
-		return -1;
+		return -2;
 	}
 	for (;;) {
 		int r = hsr_client_next(cn->rc, &ev, 30000, err, errlen);
@@ -501,7 +583,7 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 			if (r == 0)
 				snprintf(err, errlen, "the runner did not send '%s'", path);
 			free(buf);
-			return -1;
+			return r < 0 ? -2 : -1;
 		}
 		if (ev.id != id) {
 			route(cn, &ev);
@@ -540,6 +622,39 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 	}
 }
 
+/* Files are whole-file operations: after a broken stream they are simply redone. */
+int
+hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
+            int durable, char *err, size_t errlen)
+{
+	char e[256];
+	if (cn->exec_mode)
+		return hs_conn_put_direct(cn, path, mode, buf, len, err, errlen);
+	for (int i = 0;; i++) {
+		int rc = put_once(cn, path, mode, buf, len, durable, err, errlen);
+		if (rc != -2)
+			return rc;
+		if (i == HS_REATTACH_TRIES || reattach(cn, HSR_CREDIT_UNLIMITED, 0, NULL, e, sizeof(e)) < 0)
+			return -1;
+	}
+}
+
+int
+hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *lenp, char *err,
+            size_t errlen)
+{
+	char e[256];
+	if (cn->exec_mode)
+		return hs_conn_get_direct(cn, path, max, bufp, lenp, err, errlen);
+	for (int i = 0;; i++) {
+		int rc = get_once(cn, path, max, bufp, lenp, err, errlen);
+		if (rc != -2)
+			return rc;
+		if (i == HS_REATTACH_TRIES || reattach(cn, HSR_CREDIT_UNLIMITED, 0, NULL, e, sizeof(e)) < 0)
+			return -1;
+	}
+}
+
 int
 hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
                   struct hs_job **jobp, char *err, size_t errlen)
@@ -547,7 +662,15 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	const char *argv[HS_ARGV_MAX];
 	struct hsr_exec_spec spec;
 	struct hs_exec_opts jo = *o;
-	struct hs_job *j = calloc(1, sizeof(*j));
+	struct hs_job *j;
+
+	if (cn->exec_mode) {
+		snprintf(err, errlen, "backend '%s' cannot run background jobs here: they need the runner%s%s",
+		         cn->be->plugin.name, cn->props.runner_reason[0] ? ", and " : "",
+		         cn->props.runner_reason);
+		return -1;
+	}
+	j = calloc(1, sizeof(*j));
 
 	if (!j || hs_capture_init(&j->cap[1], limit) < 0 || hs_capture_init(&j->cap[2], limit) < 0) {
 		if (j) {
@@ -590,6 +713,8 @@ hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen)
 {
 	struct hsr_event ev;
 	int r;
+	if (!cn->rc)
+		return 0;
 	while ((r = hsr_client_next(cn->rc, &ev, timeout_ms, err, errlen)) == 1) {
 		route(cn, &ev);
 		timeout_ms = 0;
@@ -627,5 +752,5 @@ hs_conn_jobs_running(const struct hs_conn *cn)
 int
 hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job)
 {
-	return job->done ? 0 : hsr_client_cancel(cn->rc, job->id);
+	return job->done || !cn->rc ? 0 : hsr_client_cancel(cn->rc, job->id);
 }

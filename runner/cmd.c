@@ -88,6 +88,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	memset(&spec, 0, sizeof(spec));
 	spec.argv = req->argv;
 	spec.envp = req->envp;
+	spec.merge_env = (req->flags & HSR_EXEC_MERGE_ENV) != 0;
 	spec.cwd = req->cwd;
 	spec.fd_in = in[0];
 	spec.fd_out = out[1];
@@ -382,9 +383,19 @@ static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 		return;
 	}
 	if (hsr_spool_append(&cmd->sp[s], d->rd->dirfd, buf, (size_t)n) < 0) {
+		/* Output that cannot be kept would be lost silently: stop the
+		 * command instead, and say why. */
+		int e = errno;
+
 		hsr_warn("cannot spool output of command %llu: %s", (unsigned long long)cmd->id,
-			 strerror(errno));
+			 strerror(e));
+		if (cmd->owner)
+			hsr_conn_error(cmd->owner, cmd->id, HSR_E_LIMIT,
+				       "cannot keep the output of the command in the runner's directory (%s); "
+				       "the command was stopped", strerror(e));
 		close_fd(&cmd->pipe_fd[s]);
+		if (!cmd->done)
+			hsr_cmd_stop(cmd, HSR_GRACE_DEFAULT);
 		return;
 	}
 	if (cmd->done)

@@ -55,13 +55,14 @@ bench-analyse: bench/analyse-bench$(EXEEXT)
 		$(top_srcdir)/tests/safety/everyday.txt $(top_srcdir)/tests/safety/agent.txt
 	$(AM_V_at)rm -rf bench/.policy
 
-# libFuzzer target, built only on request: make fuzz-analyse CC=clang
+# libFuzzer target (clang), built and run by `make fuzz` (tests/fuzz/local.mk).
 fuzz-analyse: $(core_safety_libhssafety_a_SOURCES) core/safety/fuzz-analyse.c
-	$(CC) -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(AM_CPPFLAGS) $(CPPFLAGS) \
+	$(FUZZ_CC) $(FUZZ_FLAGS) \
 		-DHS_FUZZ_POLICY_DIR='"$(abs_top_srcdir)/policy"' \
 		$(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS) -o core/safety/fuzz-analyse \
 		$(addprefix $(top_srcdir)/,$(filter %.c,$(core_safety_libhssafety_a_SOURCES))) $(top_srcdir)/core/safety/fuzz-analyse.c \
 		$(LIBCONFIG_LIBS) $(YAJL_LIBS)
+	$(FUZZ_RUN) analyse core/safety/fuzz-analyse $(top_srcdir)/tests/fuzz/corpus/analyse
 
 .PHONY: bench-analyse fuzz-analyse
 
