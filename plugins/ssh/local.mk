@@ -1,1 +1,6 @@
 # plugins/ssh: the ssh backend (see man/hs-ssh.7).
+plugin_LTLIBRARIES += plugins/ssh/ssh.la
+plugins_ssh_ssh_la_SOURCES = plugins/ssh/ssh.c plugins/ssh/sha256.c plugins/ssh/sha256.h
+plugins_ssh_ssh_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(LIBSSH2_CFLAGS)
+plugins_ssh_ssh_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'
+plugins_ssh_ssh_la_LIBADD = $(LIBSSH2_LIBS) $(PTHREAD_LIBS)
