@@ -325,7 +325,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		hs_die_msg("%s", err);
 		hs_grants_free(&grants);
 		free(command);
-		return HS_EXIT_FAIL;
+		/* A backend refuses a risk only it could see (a host-binding volume, say). */
+		return cn.open_status == HS_E_DENIED ? HS_EXIT_DENIED : HS_EXIT_FAIL;
 	}
 
 	struct hs_envlist env;
@@ -333,7 +334,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	size_t n_pass = 0;
 	const char *bad = NULL;
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
-	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, &bad) < 0) {
+	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, cn.merge_env, &bad) < 0) {
 		if (bad)
 			hs_die_msg("--env: '%s' is not NAME=VALUE (and HS_* names are reserved)", bad);
 		else

@@ -513,7 +513,7 @@ do_exec(struct sess *ss, struct req *r)
 	size_t n_pass = 0;
 	const char *bad = NULL;
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
-	int built = hs_env_build(&env, environ, pass, n_pass, sets, n_sets, &bad);
+	int built = hs_env_build(&env, environ, pass, n_pass, sets, n_sets, ss->cn.merge_env, &bad);
 	for (size_t i = 0; i < n_sets; i++)
 		free(kv[i]);
 	if (built < 0) {
@@ -665,7 +665,7 @@ do_open(struct sess *ss, struct req *r)
 	                             .spec = &spec, .persistent = ss->persistent };
 	ss->lockfd = hs_session_begin(s->c, &sr, &ss->cn, &ss->rec, err, sizeof(err));
 	if (ss->lockfd == -1) {
-		reply_error(s, r->id, "open_failed", err);
+		reply_error(s, r->id, ss->cn.open_status == HS_E_DENIED ? "denied" : "open_failed", err);
 		return;
 	}
 	ss->opened = 1;

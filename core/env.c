@@ -77,7 +77,8 @@ push(char ***v, size_t *n, size_t *cap, char *s)
 
 int
 hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passthrough,
-             size_t n_pass, const char *const *sets, size_t n_sets, const char **bad)
+             size_t n_pass, const char *const *sets, size_t n_sets, int only_listed,
+             const char **bad)
 {
 	size_t cap = 0, scap = 0;
 
@@ -96,6 +97,9 @@ hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passt
 				goto nomem;
 			continue;
 		}
+		/* A sandbox keeps its own environment: only what is passed through goes in. */
+		if (only_listed && !listed(base[i], len, passthrough, n_pass))
+			continue;
 		if (push(&out->v, &out->n, &cap, strdup(base[i])) < 0)
 			goto nomem;
 	}
@@ -123,7 +127,7 @@ hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passt
 			goto nomem;
 		}
 	}
-	if (!out->v && push(&out->v, &out->n, &cap, strdup("PATH=/usr/local/bin:/usr/bin:/bin")) < 0)
+	if (!out->v && !only_listed && push(&out->v, &out->n, &cap, strdup("PATH=/usr/local/bin:/usr/bin:/bin")) < 0)
 		goto nomem;
 	return 0;
 nomem:

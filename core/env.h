@@ -20,11 +20,14 @@ int hs_env_is_secret_name(const char *name, size_t len);
 /*
  * Build the command environment from base (NULL-terminated "K=V"): drop
  * HS_* always, and credentials unless listed in passthrough; then apply
- * sets ("K=V" each, later wins).  Returns 0 or -1 (out of memory, or a set
+ * sets ("K=V" each, later wins).  With only_listed (a sandbox, whose own
+ * environment is the base inside it), only the passthrough names of base are
+ * taken; the others still feed the secrets list.  Returns 0 or -1 (out of memory, or a set
  * that is not K=V with a valid name, or names an HS_* variable: *bad points at it).
  */
 int hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passthrough,
-                 size_t n_pass, const char *const *sets, size_t n_sets, const char **bad);
+                 size_t n_pass, const char *const *sets, size_t n_sets, int only_listed,
+                 const char **bad);
 void hs_env_free(struct hs_envlist *e);
 
 #endif /* HS_ENV_H */

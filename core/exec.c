@@ -48,6 +48,8 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 		hsr_client_free(cn->rc);
 		cn->rc = NULL;
 	}
+	if (cn->exec_mode)
+		return HS_OK;
 	if (!cn->be->plugin.desc.runner_stream || !cn->props.runner) {
 		snprintf(err, errlen, "backend '%s' cannot host the runner here%s%s", cn->be->plugin.name,
 		         cn->props.runner_reason[0] ? ": " : "", cn->props.runner_reason);
@@ -76,7 +78,10 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	memset(cn, 0, sizeof(*cn));
 	pthread_mutex_init(&cn->lock, NULL);
 	cn->be = be;
+	/* Every backend but local is a sandbox with an environment of its own. */
+	cn->merge_env = strcmp(be->plugin.name, "local") != 0;
 	st = be->plugin.desc.open(be->state, spec, &cn->env, &cn->props, e);
+	cn->open_status = st;
 	if (st != HS_OK) {
 		snprintf(err, errlen, "backend '%s' cannot open '%s': %s", be->plugin.name,
 		         spec->session ? spec->session : "", e[0] ? e : hs_strerror(st));
@@ -87,8 +92,16 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	}
 	if (!cn->props.shell[0])
 		snprintf(cn->props.shell, sizeof(cn->props.shell), "/bin/sh");
-	snprintf(cn->snapshot, sizeof(cn->snapshot), "%s/shell.snap",
-	         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp");
+	/* Without a runner, a backend's exec runs each command (exec mode). */
+	cn->exec_mode = (!be->plugin.desc.runner_stream || !cn->props.runner) && be->plugin.desc.exec;
+	if (cn->exec_mode)
+		snprintf(cn->snapshot, sizeof(cn->snapshot), "%s%s%s/shell.snap",
+		         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp/.hs-",
+		         cn->props.runtime_dir[0] ? "" : spec->env_name ? spec->env_name : "session",
+		         "");
+	else
+		snprintf(cn->snapshot, sizeof(cn->snapshot), "%s/shell.snap",
+		         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp");
 	st = hs_conn_stream(cn, err, errlen);
 	if (st != HS_OK) {
 		be->plugin.desc.close(cn->env, HS_CLOSE_KEEP, e);
@@ -238,6 +251,7 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.grace_ms = o->grace_ms,
 		.stdin_pipe = o->stdin_pipe,
 		.want_state = o->keep_state,
+		.merge_env = cn->merge_env,
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
 		.initial_credit = lossless ? HS_WINDOW : HSR_CREDIT_UNLIMITED,
@@ -294,6 +308,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256];
 
+	if (cn->exec_mode)
+		return hs_conn_exec_direct(cn, o, sink, out, err, errlen);
 	memset(out, 0, sizeof(*out));
 	if (o->n_secrets && sink) {
 		for (int i = 1; i <= 2; i++)
@@ -451,6 +467,8 @@ hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf
 	struct hsr_event ev;
 	uint64_t id;
 
+	if (cn->exec_mode)
+		return hs_conn_put_direct(cn, path, mode, buf, len, err, errlen);
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
@@ -488,6 +506,8 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 	size_t len = 0;
 	uint64_t id;
 
+	if (cn->exec_mode)
+		return hs_conn_get_direct(cn, path, max, bufp, lenp, err, errlen);
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
@@ -547,7 +567,15 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	const char *argv[HS_ARGV_MAX];
 	struct hsr_exec_spec spec;
 	struct hs_exec_opts jo = *o;
-	struct hs_job *j = calloc(1, sizeof(*j));
+	struct hs_job *j;
+
+	if (cn->exec_mode) {
+		snprintf(err, errlen, "backend '%s' cannot run background jobs here: they need the runner%s%s",
+		         cn->be->plugin.name, cn->props.runner_reason[0] ? ", and " : "",
+		         cn->props.runner_reason);
+		return -1;
+	}
+	j = calloc(1, sizeof(*j));
 
 	if (!j || hs_capture_init(&j->cap[1], limit) < 0 || hs_capture_init(&j->cap[2], limit) < 0) {
 		if (j) {
@@ -590,6 +618,8 @@ hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen)
 {
 	struct hsr_event ev;
 	int r;
+	if (!cn->rc)
+		return 0;
 	while ((r = hsr_client_next(cn->rc, &ev, timeout_ms, err, errlen)) == 1) {
 		route(cn, &ev);
 		timeout_ms = 0;
@@ -627,5 +657,5 @@ hs_conn_jobs_running(const struct hs_conn *cn)
 int
 hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job)
 {
-	return job->done ? 0 : hsr_client_cancel(cn->rc, job->id);
+	return job->done || !cn->rc ? 0 : hsr_client_cancel(cn->rc, job->id);
 }

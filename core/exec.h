@@ -20,7 +20,11 @@ struct hs_conn {
 	struct hs_backend *be;
 	void *env;
 	struct hs_env_props props;
-	struct hsr_client *rc;
+	struct hsr_client *rc;   /* the runner stream; NULL in exec mode */
+	int exec_mode;           /* no runner: every command is one backend exec */
+	int merge_env;           /* a sandbox: envp holds only the per-command variables,
+	                            laid over the sandbox's own environment */
+	int32_t open_status;     /* the backend's status when open failed (HS_E_DENIED, ...) */
 	char snapshot[600];      /* the shell snapshot path inside the sandbox */
 	uint64_t next_id;
 	pthread_mutex_t lock;    /* guards next_id and the job table */
@@ -115,5 +119,14 @@ int hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void 
                 int durable, char *err, size_t errlen);
 int hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **buf, size_t *len,
                 char *err, size_t errlen);
+
+/* exec-direct.c: the same, for environments without a runner (exec mode). */
+int hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
+                        const struct hs_sink_ops *sink, struct hs_exec_out *out, char *err,
+                        size_t errlen);
+int hs_conn_put_direct(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf,
+                       size_t len, char *err, size_t errlen);
+int hs_conn_get_direct(struct hs_conn *cn, const char *path, size_t max, void **buf, size_t *len,
+                       char *err, size_t errlen);
 
 #endif /* HS_EXEC_H */

@@ -208,6 +208,7 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	int lockfd = -2, have = 0;
 
 	memset(rec, 0, sizeof(*rec));
+	memset(cn, 0, sizeof(*cn));
 	if (req->name) {
 		lockfd = hs_session_lock(c, req->name, 30000, err, errlen);
 		if (lockfd < 0)

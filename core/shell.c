@@ -44,6 +44,57 @@ static const char sh_wrapper[] =
 	"unset __hs_cd\n"
 	"eval \"$__hs_cmd\"\n";
 
+/*
+ * The file variants, for backends that run each command through their own
+ * exec (no runner, so no fd 3): the snapshot is written next to SNAPSHOT
+ * inside the sandbox and renamed over it, when the fourth argument is 1.
+ * Replaying it is quiet: a variable the image made readonly is skipped.
+ */
+static const char bash_file_wrapper[] =
+	"__hs_snap=$1 __hs_cd=$2 __hs_cmd=$3 __hs_keep=$4; set --\n"
+	"if [ -r \"$__hs_snap\" ]; then . \"$__hs_snap\" 2>/dev/null; fi\n"
+	"if [ -n \"$__hs_cd\" ]; then builtin cd -- \"$__hs_cd\" || builtin exit 125; fi\n"
+	"__hs_save() {\n"
+	"  __hs_rc=$?; trap - EXIT; builtin unset -f __hs_save\n"
+	"  if [ \"$__hs_keep\" = 1 ]; then\n"
+	"    { builtin printf 'builtin cd -- %q 2>/dev/null\\n' \"$PWD\"; builtin export -p;\n"
+	"      builtin declare -f; builtin alias -p; } 2>/dev/null >\"$__hs_snap.$$\" &&\n"
+	"    command mv -f \"$__hs_snap.$$\" \"$__hs_snap\" 2>/dev/null\n"
+	"  fi\n"
+	"  builtin exit $__hs_rc\n"
+	"}\n"
+	"command mkdir -p \"${__hs_snap%/*}\" 2>/dev/null\n"
+	"trap __hs_save EXIT\n"
+	"shopt -s expand_aliases\n"
+	"unset __hs_cd\n"
+	"eval \"$__hs_cmd\"\n";
+
+static const char sh_file_wrapper[] =
+	"__hs_snap=$1 __hs_cd=$2 __hs_cmd=$3 __hs_keep=$4; set --\n"
+	"if [ -r \"$__hs_snap\" ]; then . \"$__hs_snap\" 2>/dev/null; fi\n"
+	"if [ -n \"$__hs_cd\" ]; then cd -- \"$__hs_cd\" || exit 125; fi\n"
+	"__hs_q() { __hs_s=$1 __hs_o=; while :; do case $__hs_s in\n"
+	"  *\\'*) __hs_o=\"$__hs_o${__hs_s%%\\'*}'\\\\''\"; __hs_s=${__hs_s#*\\'};;\n"
+	"  *) __hs_o=\"$__hs_o$__hs_s\"; break;; esac; done; printf \"'%s'\" \"$__hs_o\"; }\n"
+	"__hs_save() {\n"
+	"  __hs_rc=$?; trap - EXIT\n"
+	"  if [ \"$__hs_keep\" = 1 ]; then\n"
+	"    { printf 'cd -- '; __hs_q \"$PWD\"; printf ' 2>/dev/null\\n'; export -p; } 2>/dev/null \\\n"
+	"      >\"$__hs_snap.$$\" && mv -f \"$__hs_snap.$$\" \"$__hs_snap\" 2>/dev/null\n"
+	"  fi\n"
+	"  exit $__hs_rc\n"
+	"}\n"
+	"mkdir -p \"${__hs_snap%/*}\" 2>/dev/null\n"
+	"trap __hs_save EXIT\n"
+	"unset __hs_cd\n"
+	"eval \"$__hs_cmd\"\n";
+
+const char *
+hs_shell_file_wrapper(const char *shell)
+{
+	return hs_shell_is_bash(shell) ? bash_file_wrapper : sh_file_wrapper;
+}
+
 int
 hs_shell_is_bash(const char *shell)
 {

@@ -19,6 +19,14 @@ int hs_shell_is_bash(const char *shell);
 const char *hs_shell_wrapper(const char *shell);
 
 /*
+ * The wrapper for backends without a runner (one exec per command):
+ *     SHELL -c FILE_WRAPPER hs SNAPSHOT CWD COMMAND KEEP
+ * writes the snapshot itself, to SNAPSHOT inside the sandbox (through a
+ * temporary file and a rename), when KEEP is "1".
+ */
+const char *hs_shell_file_wrapper(const char *shell);
+
+/*
  * Clean a snapshot received on fd 3 in place: drop readonly variables and
  * hs's own helpers, so replaying it never fails.  Returns the new length.
  */

@@ -268,6 +268,8 @@ int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *s)
 		flags |= HSR_EXEC_STDIN_PIPE;
 	if (s->want_state)
 		flags |= HSR_EXEC_WANT_STATE;
+	if (s->merge_env)
+		flags |= HSR_EXEC_MERGE_ENV;
 	pthread_mutex_lock(&c->lock);
 	hsr_exec_encode(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
 			s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,

@@ -55,6 +55,7 @@ struct hsr_exec_spec {
 	int64_t grace_ms;
 	int stdin_pipe;
 	int want_state;
+	int merge_env;  /* envp overrides the daemon's environment (HSR_EXEC_MERGE_ENV) */
 	uint64_t head_bytes, tail_bytes;
 	uint64_t initial_credit;
 };

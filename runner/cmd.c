@@ -88,6 +88,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	memset(&spec, 0, sizeof(spec));
 	spec.argv = req->argv;
 	spec.envp = req->envp;
+	spec.merge_env = (req->flags & HSR_EXEC_MERGE_ENV) != 0;
 	spec.cwd = req->cwd;
 	spec.fd_in = in[0];
 	spec.fd_out = out[1];

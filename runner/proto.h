@@ -70,6 +70,9 @@ enum hsr_error_code {
 /* EXEC flags. */
 #define HSR_EXEC_STDIN_PIPE 0x1u /* stdin is a pipe fed by STDIN frames */
 #define HSR_EXEC_WANT_STATE 0x2u /* fd 3 is a pipe read as STATE frames */
+#define HSR_EXEC_MERGE_ENV 0x4u  /* envp overrides the daemon's own environment
+                                    (a sandbox's image environment) instead of
+                                    replacing it; the daemon's HS_* are dropped */
 
 /* PUT flags. */
 #define HSR_PUT_FIRST 0x1u /* first chunk: create the temporary file */

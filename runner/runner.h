@@ -83,6 +83,7 @@ int hsr_spool_full(const struct hsr_spool *sp);
 struct hsr_shim_spec {
 	char **argv;
 	char **envp;
+	int merge_env;   /* envp overrides the daemon's environ */
 	const char *cwd;
 	int fd_in, fd_out, fd_err, fd_state; /* child ends; fd_state -1 for none */
 	int ctl_fd;      /* read end of the daemon's control pipe */

@@ -125,8 +125,41 @@ static void exec_path(char **argv, char **envp)
 	errno = saved;
 }
 
+/* The daemon's environment (minus HS_*) with every entry of over put on
+ * top, for HSR_EXEC_MERGE_ENV.  Runs in the forked child only. */
+static char **merged_env(char **over)
+{
+	size_t n = 0, m = 0, k = 0;
+	char **v;
+
+	while (environ && environ[n])
+		n++;
+	while (over[m])
+		m++;
+	v = calloc(n + m + 1, sizeof(*v));
+	if (!v)
+		return over;
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(environ[i], '=');
+		size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+		int replaced = strncmp(environ[i], "HS_", 3) == 0;
+
+		for (size_t j = 0; j < m && !replaced; j++)
+			if (strncmp(over[j], environ[i], nl) == 0 && over[j][nl] == '=')
+				replaced = 1;
+		if (!replaced)
+			v[k++] = environ[i];
+	}
+	for (size_t j = 0; j < m; j++)
+		v[k++] = over[j];
+	v[k] = NULL;
+	return v;
+}
+
 static void child_exec(const struct hsr_shim_spec *s)
 {
+	char **envp = s->merge_env ? merged_env(s->envp) : s->envp;
+
 	sigset_t none;
 
 	sigemptyset(&none);
@@ -146,7 +179,7 @@ static void child_exec(const struct hsr_shim_spec *s)
 		write_str(2, "cannot change directory to '", s->cwd, "': ", strerror(errno));
 		_exit(126);
 	}
-	exec_path(s->argv, s->envp);
+	exec_path(s->argv, envp);
 	{
 		int e = errno;
 

@@ -103,11 +103,12 @@ static int32_t
 ex_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, char *err)
 {
 	struct ex_env *env = envp;
-	int out[2], errp[2], status = 0;
+	int in[2], out[2], errp[2], status = 0;
+	uint64_t in_off = 0;
 	uint64_t start = env->st->host->now_ms(env->st->host->ctx);
 	pid_t pid;
 
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		snprintf(err, HS_ERR_MAX, "cannot create pipes: %s", strerror(errno));
 		return HS_E_IO;
 	}
@@ -117,26 +118,35 @@ ex_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		return HS_E_IO;
 	}
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
 		setpgid(0, 0);
-		dup2(null, 0);
+		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(errp[1], 2);
 		if (req->cwd && chdir(req->cwd) < 0)
 			_exit(126);
-		execve(req->argv[0], (char *const *)req->argv, (char *const *)req->envp);
-		execvpe(req->argv[0], (char *const *)req->argv, (char *const *)req->envp);
+		/* envp holds the per-command variables: they override the sandbox's
+		 * own environment, which for this example is the one it runs in. */
+		for (uint32_t i = 0; i < req->n_env; i++)
+			putenv((char *)req->envp[i]);
+		execvp(req->argv[0], (char *const *)req->argv);
 		_exit(127);
 	}
 	setpgid(pid, pid);
 	env->running_id = req->exec_id;
 	env->running = pid;
+	close(in[0]);
 	close(out[1]);
 	close(errp[1]);
+	/* stdin: the request's bytes, written as the command takes them, then EOF. */
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	if (!req->stdin_data || req->stdin_len == 0) {
+		close(in[1]);
+		in[1] = -1;
+	}
 	int open_out = 1, open_err = 1;
 	memset(res, 0, sizeof(*res));
 	while (open_out || open_err) {
-		struct pollfd p[2] = { { out[0], POLLIN, 0 }, { errp[0], POLLIN, 0 } };
+		struct pollfd p[3] = { { out[0], POLLIN, 0 }, { errp[0], POLLIN, 0 }, { in[1], POLLOUT, 0 } };
 		int timeout = -1;
 		if (req->deadline_ms > 0) {
 			int64_t left = req->deadline_ms -
@@ -148,13 +158,24 @@ ex_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			}
 			timeout = (int)left;
 		}
-		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+		if (poll(p, in[1] >= 0 ? 3 : 2, timeout) < 0 && errno != EINTR)
 			break;
+		if (in[1] >= 0 && p[2].revents) {
+			ssize_t n = write(in[1], (const char *)req->stdin_data + in_off, req->stdin_len - in_off);
+			if (n > 0)
+				in_off += (uint64_t)n;
+			if ((n < 0 && errno != EAGAIN && errno != EINTR) || in_off == req->stdin_len) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
 		if (open_out && p[0].revents)
 			ex_drain(out[0], 1, req, &open_out);
 		if (open_err && p[1].revents)
 			ex_drain(errp[0], 2, req, &open_err);
 	}
+	if (in[1] >= 0)
+		close(in[1]);
 	close(out[0]);
 	close(errp[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -289,7 +289,8 @@ struct hs_exec_req {
 	uint32_t argc;
 	uint64_t exec_id;          /* for cancel() */
 	const char *const *argv;
-	const char *const *envp;   /* "K=V", n_env entries */
+	const char *const *envp;   /* "K=V", n_env entries: the per-command variables,
+	                              which override the sandbox's own environment */
 	uint32_t n_env;
 	uint32_t reserved0;
 	const char *cwd;           /* NULL: the environment's default */

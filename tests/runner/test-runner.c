@@ -151,6 +151,31 @@ static void test_cwd_env_argv(void **state)
 	hsr_test_cmd_free(&t);
 }
 
+/* HSR_EXEC_MERGE_ENV: the entries override the daemon's own environment
+ * (main() put HSR_T_BASE and HS_T_HIDDEN there), and HS_* is dropped. */
+static void test_merge_env(void **state)
+{
+	struct hsr_test_fixture *f = *state;
+	const char *a[] = { "/bin/sh", "-c", "echo \"$A|$HSR_T_BASE|$HSR_T_KEEP|${HS_T_HIDDEN-unset}\"", NULL };
+	const char *envp[] = { "A=1", "HSR_T_BASE=over", NULL };
+	struct hsr_exec_spec s = { .id = 21, .argv = a, .envp = envp, .grace_ms = -1, .merge_env = 1,
+				   .initial_credit = HSR_CREDIT_UNLIMITED };
+	struct hsr_test_cmd t = { .id = 21 };
+
+	assert_int_equal(hsr_client_exec(f->c, &s), 0);
+	assert_int_equal(hsr_test_collect(f->c, &t, 1, 20000), 0);
+	assert_string_equal(t.out[1], "1|over|kept|unset\n");
+	hsr_test_cmd_free(&t);
+	/* Without the flag the entries are the whole environment. */
+	s.id = 22;
+	s.merge_env = 0;
+	t = (struct hsr_test_cmd){ .id = 22 };
+	assert_int_equal(hsr_client_exec(f->c, &s), 0);
+	assert_int_equal(hsr_test_collect(f->c, &t, 1, 20000), 0);
+	assert_string_equal(t.out[1], "1|over||unset\n");
+	hsr_test_cmd_free(&t);
+}
+
 static void test_stdin(void **state)
 {
 	struct hsr_test_fixture *f = *state;
@@ -633,11 +658,16 @@ static void test_files(void **state)
 
 int main(int argc, char **argv)
 {
+	/* The daemons the tests start inherit these (test_merge_env). */
+	setenv("HSR_T_BASE", "base", 1);
+	setenv("HSR_T_KEEP", "kept", 1);
+	setenv("HS_T_HIDDEN", "x", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hello, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_exit_codes, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_cwd_env_argv, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_stdin, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_env, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_state, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_timeout, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_signal, hsr_test_setup, hsr_test_teardown),
