@@ -4,3 +4,5 @@ plugins_ssh_ssh_la_SOURCES = plugins/ssh/ssh.c plugins/ssh/sha256.c plugins/ssh/
 plugins_ssh_ssh_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(LIBSSH2_CFLAGS)
 plugins_ssh_ssh_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'
 plugins_ssh_ssh_la_LIBADD = $(LIBSSH2_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/ssh/ssh.test tests/ssh/resume.test
+EXTRA_DIST += tests/ssh/ssh.test tests/ssh/resume.test tests/ssh/lib.sh tests/ssh/relay.py

@@ -40,14 +40,23 @@ def cut():
         conns.clear()
 
 
+def holding():
+    try:
+        with open(cut_file) as f:
+            return f.read().startswith("hold")
+    except OSError:
+        return False
+
+
 def watcher():
     while True:
         if os.path.exists(cut_file):
             cut()
-            try:
-                os.unlink(cut_file)
-            except OSError:
-                pass
+            if not holding():
+                try:
+                    os.unlink(cut_file)
+                except OSError:
+                    pass
         time.sleep(0.02)
 
 
@@ -65,6 +74,9 @@ while time.time() < end:
     try:
         c, _ = srv.accept()
     except socket.timeout:
+        continue
+    if holding():
+        c.close()
         continue
     try:
         t = socket.create_connection(("127.0.0.1", target))
