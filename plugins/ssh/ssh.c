@@ -382,7 +382,11 @@ sx_tcp(struct sx_env *env, char *err)
 		         gai_strerror(e));
 		return HS_E_UNAVAILABLE;
 	}
-	uint64_t end = sx_now() + (uint64_t)env->connect_timeout_s * 1000;
+	uint64_t t0 = sx_now(), end = t0 + (uint64_t)env->connect_timeout_s * 1000;
+	/* A refused connection is tried again for up to 2 s (or the connect
+	 * timeout, if shorter): sshd may be restarting. */
+	uint64_t refused_end = t0 + (env->connect_timeout_s < 2 ? (uint64_t)env->connect_timeout_s * 1000 : 2000);
+again:
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
 		if (fd < 0) {
@@ -411,10 +415,15 @@ sx_tcp(struct sx_env *env, char *err)
 				return HS_E_TIMEOUT;
 			}
 		} else {
+			soerr = errno;
 			why = strerror(errno);
 		}
 		close(fd);
 		fd = -1;
+	}
+	if (fd < 0 && soerr == ECONNREFUSED && sx_now() + 200 < refused_end) {
+		sx_sleep_ms(200);
+		goto again;
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
