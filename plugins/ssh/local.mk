@@ -6,3 +6,10 @@ plugins_ssh_ssh_la_LDFLAGS = -module -avoid-version -shared -export-symbols-rege
 plugins_ssh_ssh_la_LIBADD = $(LIBSSH2_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/ssh/ssh.test tests/ssh/resume.test
 EXTRA_DIST += tests/ssh/ssh.test tests/ssh/resume.test tests/ssh/lib.sh tests/ssh/relay.py
+EXTRA_DIST += bench/ssh-bench.sh
+
+# `true` through hs serve vs `ssh host true` and multiplexed ssh, as ratios.
+bench-ssh: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT) plugins/ssh/ssh.la
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) bash $(top_srcdir)/bench/ssh-bench.sh
+BENCH_EXTRA += bench-ssh
+.PHONY: bench-ssh
