@@ -1845,8 +1845,29 @@ sx_job_exec_finish(struct sx_env *env, void *arg, char *err)
  * ends them) come on stdin ahead of the command's own input, so no value
  * is ever on the remote command line. */
 #define SX_EXEC_PRELUDE                                                                      \
+	"echo \"hs-pgid %s\" >&2; "                                                              \
 	"while IFS= read -r hs_l && [ -n \"$hs_l\" ]; do export \"$hs_l\"; done; unset hs_l; " \
 	"exec \"$@\""
+
+struct sx_kill_job {
+	long pgid;
+};
+
+/* TERM the command's process group on the host, KILL it 2 s later. */
+static int32_t
+sx_job_kill(struct sx_env *env, void *arg, char *err)
+{
+	struct sx_kill_job *k = arg;
+	char cmd[256], out[64];
+	int code = 0;
+	int32_t rc = sx_ensure(env, err);
+	if (rc != HS_OK)
+		return rc;
+	snprintf(cmd, sizeof(cmd),
+	         "kill -TERM -- -%ld 2>/dev/null; (sleep 2; kill -KILL -- -%ld) >/dev/null 2>&1 </dev/null &",
+	         k->pgid, k->pgid);
+	return sx_run(env, cmd, out, sizeof(out), &code, err);
+}
 
 static int32_t
 sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, char *err)
@@ -1861,12 +1882,17 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		return HS_E_NOMEM;
 	}
 	memset(res, 0, sizeof(*res));
+	/* sshd makes the session's process a group leader: that group is what a
+	 * cancel kills.  With a deadline, the remote `timeout` (when present)
+	 * kills it there even if this connection is gone. */
+	int remote_timeout = req->deadline_ms > 0 && strcmp(env->rtimeout, "yes") == 0;
 	len += (size_t)snprintf(cmd, cap, "exec ");
-	if (req->deadline_ms > 0 && strcmp(env->rtimeout, "yes") == 0)
+	if (remote_timeout)
 		len += (size_t)snprintf(cmd + len, cap - len, "timeout -k 2 %lld.%03lld ",
 		                        (long long)(req->deadline_ms / 1000),
 		                        (long long)(req->deadline_ms % 1000));
-	len += (size_t)snprintf(cmd + len, cap - len, "sh -c '%s' hs", SX_EXEC_PRELUDE);
+	len += (size_t)snprintf(cmd + len, cap - len, "sh -c '" SX_EXEC_PRELUDE "' hs",
+	                        remote_timeout ? "$PPID" : "$$");
 	if (req->cwd && *req->cwd) {
 		/* cd first, through the same prelude: cwd is a path, not a secret */
 		char qc[4200];
@@ -1926,16 +1952,19 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		pl += (size_t)req->stdin_len;
 	}
 	int out_open = 1, err_open = 1, in_open = 1;
-	uint64_t start = sx_now();
+	uint64_t start = sx_now(), kill_at = 0;
 	int killed = 0;
+	long pgid = 0;
+	char head[64];
+	size_t headlen = 0;
 	while (out_open || err_open) {
 		struct pollfd pf[3];
 		int np = 0;
-		pf[np++] = (struct pollfd){ j.fd, (short)(POLLIN | (in_open ? POLLOUT : 0)), 0 };
+		pf[np++] = (struct pollfd){ out_open ? j.fd : -1,
+		                            (short)(POLLIN | (in_open ? POLLOUT : 0)), 0 };
 		pf[np++] = (struct pollfd){ err_open ? j.errfd : -1, POLLIN, 0 };
-		pf[np++] = (struct pollfd){ cp[0], POLLIN, 0 };
-		int tmo = 200;
-		poll(pf, (nfds_t)np, tmo);
+		pf[np++] = (struct pollfd){ killed ? -1 : cp[0], POLLIN, 0 };
+		poll(pf, (nfds_t)np, 100);
 		if (in_open && (pf[0].revents & POLLOUT)) {
 			if (!pre || poff >= pl) {
 				shutdown(j.fd, SHUT_WR);
@@ -1962,29 +1991,45 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			char buf[16384];
 			ssize_t r = read(j.errfd, buf, sizeof(buf));
 			if (r > 0) {
-				if (req->sink.write)
-					req->sink.write(req->sink.ctx, 2, buf, (uint64_t)r);
+				char *b = buf;
+				size_t n = (size_t)r;
+				/* the first line is the prelude's "hs-pgid N" */
+				while (pgid == 0 && n) {
+					char c = *b++;
+					n--;
+					if (c == '\n') {
+						head[headlen] = '\0';
+						if (sscanf(head, "hs-pgid %ld", &pgid) != 1 || pgid <= 1)
+							pgid = -1;
+					} else if (headlen < sizeof(head) - 1) {
+						head[headlen++] = c;
+					}
+				}
+				if (n && req->sink.write)
+					req->sink.write(req->sink.ctx, 2, b, (uint64_t)n);
 			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
 				err_open = 0;
 			}
 		}
-		int cancelled = 0;
-		if (pf[2].revents & POLLIN)
-			cancelled = 1;
-		int over = req->deadline_ms > 0 &&
-		           sx_now() - start > (uint64_t)req->deadline_ms + (strcmp(env->rtimeout, "yes")
-		                                                                ? 0 : 5000);
-		if (!killed && (cancelled || over)) {
-			/* Close our ends: the thread closes the channel, sshd hangs up the command;
-			 * with a deadline the remote `timeout` has already killed it. */
+		int cancelled = !killed && (pf[2].revents & POLLIN);
+		/* with the remote timeout, give it the first go (and its -k 2) */
+		int over = !killed && req->deadline_ms > 0 &&
+		           sx_now() - start > (uint64_t)req->deadline_ms + (remote_timeout ? 3000 : 0);
+		if (cancelled || over) {
 			res->cancelled = cancelled;
 			res->timed_out = over;
 			killed = 1;
-			out_open = err_open = 0;
+			kill_at = sx_now();
+			if (pgid > 1) {
+				struct sx_kill_job kj = { pgid };
+				char ke[HS_ERR_MAX];
+				if (sx_call(env, sx_job_kill, &kj, ke) != HS_OK)
+					sx_log(env, HS_LOG_WARN, "cannot kill the command on %s: %s", env->host, ke);
+			}
 		}
+		if (killed && sx_now() - kill_at > 5000)
+			break; /* not gone after TERM and KILL: stop waiting */
 	}
-	if (!killed && req->deadline_ms > 0 && sx_now() - start >= (uint64_t)req->deadline_ms)
-		res->timed_out = 1;
 	close(j.fd);
 	close(j.errfd);
 	pthread_mutex_lock(&env->cmu);
@@ -1998,7 +2043,7 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	free(pre);
 	/* The thread filled the exit status before it closed our ends. */
 	sx_call(env, sx_job_exec_finish, &j, err);
-	if (res->timed_out || (j.exited == 1 && j.code == 124 && req->deadline_ms > 0 &&
+	if (res->timed_out || (remote_timeout && j.exited == 1 && (j.code == 124 || j.code == 137) &&
 	                       sx_now() - start >= (uint64_t)req->deadline_ms)) {
 		res->timed_out = 1;
 		res->exit_code = 124;
