@@ -13,3 +13,5 @@ bench-ssh: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT) plugins/ssh/ssh.la
 	HS=$(abs_top_builddir)/core/hs$(EXEEXT) bash $(top_srcdir)/bench/ssh-bench.sh
 BENCH_EXTRA += bench-ssh
 .PHONY: bench-ssh
+dist_man_MANS += man/hs-ssh.7
+dist_confd_DATA += conf/conf.d/ssh.conf

@@ -1562,6 +1562,8 @@ sx_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 	} else {
 		r->ready = 1;
 	}
+	if (rc == HS_OK && !env->use_runner)
+		r->runner = 0;
 	if (rc == HS_OK)
 		snprintf(r->detail, sizeof(r->detail),
 		         "host=%s\nport=%d\nuser=%s\nknown_hosts=%s\nhost_key_policy=%s\nlibssh2=%s\n"
