@@ -1070,7 +1070,7 @@ sx_connect(struct sx_env *env, char *err)
 	snprintf(env->rhome, sizeof(env->rhome), "%s", hl);
 	char base[64];
 	snprintf(base, sizeof(base), "/tmp/hs-%ld", env->ruid);
-	snprintf(env->rdir, sizeof(env->rdir), "%s/%s", base, env->env_name);
+	snprintf(env->rdir, sizeof(env->rdir), "%s/ssh-%s", base, env->env_name);
 	if (env->runner_ok && !env->sftp && !env->no_sftp &&
 	    !(env->sftp = libssh2_sftp_init(env->s))) {
 		if (sx_transport_err(env->s)) {
@@ -1088,7 +1088,27 @@ sx_connect(struct sx_env *env, char *err)
 			sx_drop(env, 0);
 			return rc;
 		}
-	} else if (env->runner_ok) {
+	} else if (!env->runner_ok) {
+		/* exec mode: the core keeps the shell state in the runtime dir */
+		char cmd[1024], o2[64], eout[400];
+		snprintf(cmd, sizeof(cmd),
+		         "umask 077; u=$(id -u); for x in /tmp/hs-$u /tmp/hs-$u/ssh-'%s'; do "
+		         "[ -e \"$x\" ] || [ -L \"$x\" ] || mkdir -m 700 \"$x\"; "
+		         "{ [ -d \"$x\" ] && [ ! -L \"$x\" ] && [ -O \"$x\" ] && "
+		         "[ -n \"$(find \"$x\" -maxdepth 0 -perm 0700)\" ]; } || "
+		         "{ echo \"hs-err: $x is not a private directory of uid $u (want mode 0700); fix or "
+		         "remove it\" >&2; exit 3; }; done", env->env_name);
+		rc = sx_run_in(env, cmd, NULL, 0, o2, sizeof(o2), eout, sizeof(eout), &code, err);
+		if (rc == HS_OK && code != 0) {
+			snprintf(err, HS_ERR_MAX, "%s: %s", env->host,
+			         strncmp(eout, "hs-err: ", 8) == 0 ? eout + 8 : "cannot create the runtime directory");
+			rc = HS_E_PERM;
+		}
+		if (rc != HS_OK) {
+			sx_drop(env, 0);
+			return rc;
+		}
+	} else {
 		if ((rc = sx_install_runner(env, err)) != HS_OK ||
 		    (rc = sx_check_dir(env, base, 1, 1, err)) != HS_OK ||
 		    (rc = sx_check_dir(env, env->rdir, 1, 1, err)) != HS_OK) {
@@ -2083,11 +2103,20 @@ sx_job_stop(struct sx_env *env, void *arg, char *err)
 	char cmd[2200], qr[1100], qd[600], out[256];
 	int code = 0;
 	(void)arg;
-	if (!env->s || !env->runner_ok || !env->rrunner[0])
+	if (!env->ever_connected)
 		return HS_OK;
+	if (!env->s && sx_ensure(env, err) != HS_OK) {
+		/* The daemon ends itself after its idle time, its commands at their deadlines. */
+		sx_log(env, HS_LOG_WARN, "cannot stop the runner on %s (%s); it exits after %llds idle",
+		       env->host, err, (long long)env->idle);
+		return HS_OK;
+	}
 	if (sx_quote(qr, sizeof(qr), env->rrunner) < 0 || sx_quote(qd, sizeof(qd), env->rdir) < 0)
 		return HS_OK;
-	snprintf(cmd, sizeof(cmd), "%s --stop --dir %s && rm -rf -- %s", qr, qd, qd);
+	if (env->runner_ok && env->rrunner[0])
+		snprintf(cmd, sizeof(cmd), "%s --stop --dir %s && rm -rf -- %s", qr, qd, qd);
+	else
+		snprintf(cmd, sizeof(cmd), "rm -rf -- %s", qd);
 	if (sx_run(env, cmd, out, sizeof(out), &code, err) == HS_OK && code != 0)
 		sx_log(env, HS_LOG_WARN, "'hs-runner --stop' on %s exited %d", env->host, code);
 	return HS_OK;
