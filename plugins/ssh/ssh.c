@@ -72,7 +72,7 @@ struct sx_env {
 	int64_t idle;
 	char env_name[128];
 	/* what the connection found out */
-	char arch[64], rdir[512], rrunner[1024], rhome[1024], rtimeout[8];
+	char arch[64], rshell[64], rdir[512], rrunner[1024], rhome[1024], rtimeout[8];
 	char runner_hex[65];
 	long ruid;
 	int runner_ok, uploaded, ever_connected, no_sftp;
@@ -1038,23 +1038,24 @@ sx_connect(struct sx_env *env, char *err)
 		sx_drop(env, 0);
 		return rc;
 	}
-	rc = sx_run(env, "uname -m && id -u && { command -v timeout || echo -; } && echo \"$HOME\"",
+	rc = sx_run(env, "uname -m && id -u && { command -v timeout || echo -; } && "
+	            "{ command -v bash || echo -; } && echo \"$HOME\"",
 	            out, sizeof(out), &code, err);
 	if (rc != HS_OK) {
 		sx_drop(env, 0);
 		return rc;
 	}
-	char arch[64] = "", tmo[512] = "";
+	char arch[64] = "", tmo[512] = "", bash[64] = "";
 	long uid = -1;
 	char *hl = NULL;
 	for (int i = 0, nl = 0; out[i]; i++)
-		if (out[i] == '\n' && ++nl == 3) {
+		if (out[i] == '\n' && ++nl == 4) {
 			hl = out + i + 1;
 			break;
 		}
 	if (hl)
 		hl[strcspn(hl, "\n")] = '\0';
-	if (code != 0 || !hl || hl[0] != '/' || sscanf(out, "%63s %ld %511s", arch, &uid, tmo) != 3) {
+	if (code != 0 || !hl || hl[0] != '/' || sscanf(out, "%63s %ld %511s %63s", arch, &uid, tmo, bash) != 4) {
 		snprintf(err, HS_ERR_MAX, "%s@%s:%d cannot run 'uname -m; id -u' (exit %d): the remote "
 		         "login shell must be a POSIX sh", env->user, env->host, env->port, code);
 		sx_drop(env, 0);
@@ -1062,6 +1063,7 @@ sx_connect(struct sx_env *env, char *err)
 	}
 	snprintf(env->arch, sizeof(env->arch), "%s", arch);
 	snprintf(env->rtimeout, sizeof(env->rtimeout), "%s", tmo[0] == '/' ? "yes" : "no");
+	snprintf(env->rshell, sizeof(env->rshell), "%s", bash[0] == '/' ? bash : "/bin/sh");
 	env->ruid = uid;
 	struct utsname un;
 	uname(&un);
@@ -1784,7 +1786,7 @@ sx_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		         env->use_runner ? "%s is %s, this machine is not: one ssh channel per command"
 		                         : "ssh.runner is false: one ssh channel per command",
 		         env->host, env->arch);
-	snprintf(props->shell, sizeof(props->shell), "/bin/sh");
+	snprintf(props->shell, sizeof(props->shell), "%s", env->rshell);
 	snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", env->rdir);
 	return HS_OK;
 }
