@@ -15,3 +15,10 @@ BENCH_EXTRA += bench-ssh
 .PHONY: bench-ssh
 dist_man_MANS += man/hs-ssh.7
 dist_confd_DATA += conf/conf.d/ssh.conf
+
+check_PROGRAMS += tests/ssh/test-unit
+TESTS += tests/ssh/test-unit
+tests_ssh_test_unit_SOURCES = tests/ssh/test-unit.c plugins/ssh/sha256.c plugins/ssh/sha256.h
+tests_ssh_test_unit_CFLAGS = $(AM_CFLAGS) $(LIBSSH2_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/sdk -I$(top_srcdir)/plugins/ssh
+tests_ssh_test_unit_LDADD = sdk/libhsfakehost.a $(LIBSSH2_LIBS) $(CMOCKA_LIBS) $(PTHREAD_LIBS)
+EXTRA_DIST += tests/ssh/test-unit.c
