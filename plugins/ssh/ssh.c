@@ -94,7 +94,8 @@ struct sx_env {
 	struct sx_stream streams[SX_MAX_STREAMS];
 	/* cancel() of exec */
 	pthread_mutex_t cmu;
-	uint64_t cur_exec;
+	uint64_t cur_exec, early_cancel_id;
+	int early_cancel;
 	int cancel_fd; /* write end: wakes the exec waiter */
 };
 
@@ -1953,8 +1954,15 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	pthread_mutex_lock(&env->cmu);
 	env->cur_exec = req->exec_id;
 	int cp[2] = { -1, -1 };
-	if (pipe2(cp, O_CLOEXEC | O_NONBLOCK) == 0)
+	if (pipe2(cp, O_CLOEXEC | O_NONBLOCK) == 0) {
 		env->cancel_fd = cp[1];
+		/* a cancel that came while the channel was opening */
+		if (env->early_cancel && env->early_cancel_id == req->exec_id &&
+		    write(cp[1], "c", 1) < 0) {
+			/* the pipe is empty; cannot fail */
+		}
+	}
+	env->early_cancel = 0;
 	pthread_mutex_unlock(&env->cmu);
 
 	/* stdin: env lines, an empty line, then the data; written as the channel takes it */
@@ -1977,7 +1985,7 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	}
 	int out_open = 1, err_open = 1, in_open = 1;
 	uint64_t start = sx_now(), kill_at = 0;
-	int killed = 0;
+	int killed = 0, kill_sent = 0;
 	long pgid = 0;
 	char head[64];
 	size_t headlen = 0;
@@ -2044,12 +2052,14 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			res->timed_out = over;
 			killed = 1;
 			kill_at = sx_now();
-			if (pgid > 1) {
-				struct sx_kill_job kj = { pgid };
-				char ke[HS_ERR_MAX];
-				if (sx_call(env, sx_job_kill, &kj, ke) != HS_OK)
-					sx_log(env, HS_LOG_WARN, "cannot kill the command on %s: %s", env->host, ke);
-			}
+		}
+		/* the group is known once the prelude's first line arrived */
+		if (killed && !kill_sent && pgid > 1) {
+			struct sx_kill_job kj = { pgid };
+			char ke[HS_ERR_MAX];
+			kill_sent = 1;
+			if (sx_call(env, sx_job_kill, &kj, ke) != HS_OK)
+				sx_log(env, HS_LOG_WARN, "cannot kill the command on %s: %s", env->host, ke);
 		}
 		if (killed && sx_now() - kill_at > 5000)
 			break; /* not gone after TERM and KILL: stop waiting */
@@ -2092,6 +2102,9 @@ sx_cancel(void *envp, uint64_t exec_id)
 		if (write(env->cancel_fd, "c", 1) < 0) {
 			/* already signalled */
 		}
+	} else {
+		env->early_cancel = 1;
+		env->early_cancel_id = exec_id;
 	}
 	pthread_mutex_unlock(&env->cmu);
 	return HS_OK;
