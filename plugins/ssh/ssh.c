@@ -1679,7 +1679,11 @@ sx_job_stream(struct sx_env *env, void *arg, char *err)
 			snprintf(err, HS_ERR_MAX, "remote paths too long");
 			return HS_E_INVALID;
 		}
-		snprintf(cmd, sizeof(cmd), "exec %s --attach --start --dir %s --idle %lld", qr, qd,
+		/* Without the SSH_* variables: bash, run from a daemon that inherited
+		 * them with SHLVL unset, takes itself for sshd's shell and reads
+		 * ~/.bashrc for every command. */
+		snprintf(cmd, sizeof(cmd), "unset SSH_CLIENT SSH2_CLIENT SSH_CONNECTION SSH_TTY "
+		         "SSH_ORIGINAL_COMMAND; exec %s --attach --start --dir %s --idle %lld", qr, qd,
 		         (long long)env->idle);
 		struct sx_stream *sm = NULL;
 		rc = sx_open_channel(env, cmd, &sm, err);
