@@ -1118,6 +1118,9 @@ sx_connect(struct sx_env *env, char *err)
 			sx_drop(env, 0);
 			return rc;
 		}
+		/* SFTP is needed only for the install: its channel goes. */
+		libssh2_sftp_shutdown(env->sftp);
+		env->sftp = NULL;
 	}
 	if (env->keepalive_s > 0)
 		libssh2_keepalive_config(env->s, 1, (unsigned)env->keepalive_s);
