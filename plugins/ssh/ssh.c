@@ -1789,11 +1789,15 @@ sx_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	props->host_access = 0;
 	snprintf(props->isolation, sizeof(props->isolation), "remote");
 	props->runner = env->runner_ok;
-	if (!env->runner_ok)
+	if (!env->runner_ok && !env->use_runner)
 		snprintf(props->runner_reason, sizeof(props->runner_reason),
-		         env->use_runner ? "%s is %s, this machine is not: one ssh channel per command"
-		                         : "ssh.runner is false: one ssh channel per command",
-		         env->host, env->arch);
+		         "ssh.runner is false: one ssh channel per command");
+	else if (!env->runner_ok && !st->host->runner_path)
+		snprintf(props->runner_reason, sizeof(props->runner_reason),
+		         "no hs-runner on this machine to upload: one ssh channel per command");
+	else if (!env->runner_ok)
+		snprintf(props->runner_reason, sizeof(props->runner_reason),
+		         "%s is %s, this machine is not: one ssh channel per command", env->host, env->arch);
 	snprintf(props->shell, sizeof(props->shell), "%s", env->rshell);
 	snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", env->rdir);
 	return HS_OK;
