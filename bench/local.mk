@@ -1,6 +1,6 @@
 # bench/: benchmarks, never part of `make check`.  `make bench` runs them all
 # and prints ratios against what a user would do instead (bench/README.md).
-EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh
+EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py
 
 # hs serve session latency vs bash -c true and the Python-subprocess approach,
 # 100 concurrent sessions, hs backends / hs run start-up.
@@ -13,6 +13,14 @@ bench-throughput: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
 	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
 	  bash $(top_srcdir)/bench/throughput.sh
 
-bench: bench-runner bench-analyse bench-serve bench-throughput $(BENCH_EXTRA)
+# `make bench` runs every benchmark in one go; each writes its latency row to
+# bench/latency.tsv, which bench/plot.py draws as bench/latency.svg.
+HS_BENCH_TSV = $(abs_top_builddir)/bench/latency.tsv
+export HS_BENCH_TSV
+bench:
+	@$(MKDIR_P) bench
+	rm -f bench/latency.tsv
+	$(MAKE) $(AM_MAKEFLAGS) bench-runner bench-analyse bench-serve bench-throughput $(BENCH_EXTRA)
+	python3 $(top_srcdir)/bench/plot.py bench/latency.tsv bench/latency.svg
 
 .PHONY: bench bench-serve bench-throughput

@@ -112,6 +112,17 @@ int main(int argc, char **argv)
 	printf("  through hs-runner (one stream): %8.1f us/op\n", runner_us);
 	printf("  bare fork/exec/wait:            %8.1f us/op\n", bare_us);
 	printf("  ratio runner/bare:              %8.2f\n", runner_us / bare_us);
+	{
+		/* One row for make bench's plot (bench/plot.py). */
+		const char *tsv = getenv("HS_BENCH_TSV");
+		FILE *f = tsv ? fopen(tsv, "a") : NULL;
+
+		if (f) {
+			fprintf(f, "hs-runner round trip\t%.3f\tfork/exec/wait\t%.3f\n", runner_us / 1000,
+				bare_us / 1000);
+			fclose(f);
+		}
+	}
 	hsr_client_free(c);
 	waitpid(attach, NULL, 0);
 	kill(daemon, SIGTERM);

@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "core/env.h"
 #include "core/exec.h"
+#include "core/serve-req.h"
 #include "core/hsconf.h"
 #include "core/json.h"
 #include "core/safety/redact.h"
@@ -172,25 +173,6 @@ usage(FILE *f)
 	        "approval; 130 cancelled with Ctrl-C; 125 hs or backend failure.\n");
 }
 
-static int64_t
-parse_size(const char *s)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	case '\0': break;
-	default: return -1;
-	}
-	if (*end == 'b' || *end == 'B')
-		end++;
-	return *end ? -1 : (int64_t)v;
-}
 
 int
 hs_cmd_run(struct hs_core *c, int argc, char **argv)
@@ -254,7 +236,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 			break;
 		case 'N': spec.network = optarg; break;
 		case 'M':
-			if ((spec.memory_bytes = parse_size(optarg)) <= 0) {
+			if ((spec.memory_bytes = hs_parse_size(optarg)) <= 0) {
 				hs_die_msg("--memory: invalid size '%s' (e.g. 512m, 2g)", optarg);
 				return HS_EXIT_USAGE;
 			}
@@ -285,6 +267,14 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	}
 	spec.mounts = mounts;
 	spec.n_mounts = (uint32_t)n_mounts;
+	/* The workspace an environment is built around (the local backend's isolated
+	 * mode binds only it): -C DIR, absolute, else the configured workspace. */
+	char cwd_abs[PATH_MAX];
+	if (cwd && cwd[0] != '/' && realpath(cwd, cwd_abs))
+		cwd = cwd_abs;
+	spec.workdir = cwd;
+	if (!spec.workdir)
+		hs_conf_string(c->conf, "workspace", &spec.workdir);
 
 	const char *mode_s = "ask";
 	hs_conf_string(c->conf, "approval", &mode_s);
@@ -391,6 +381,14 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 
 	char here[4096];
 	int local = strcmp(cn.be->plugin.name, "local") == 0;
+	const char *start_dir = NULL;
+	/* An isolated sandbox sees only its workspace: commands start there, or
+	 * where the session's shell state puts them. */
+	if (local && strcmp(cn.props.isolation, "namespaces") == 0) {
+		if (spec.workdir && realpath(spec.workdir, here))
+			start_dir = here;
+	} else if (local && getcwd(here, sizeof(here)))
+		start_dir = here;
 	struct hs_sink_ops sink = {
 		.ctx = &rs,
 		.output = run_output,
@@ -402,7 +400,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	struct hs_exec_opts eo = {
 		.command = command,
 		.cwd = cwd,
-		.start_dir = local && getcwd(here, sizeof(here)) ? here : NULL,
+		.start_dir = start_dir,
 		.envp = env.v,
 		.deadline_ms = timeout * 1000,
 		.grace_ms = grace,
@@ -422,6 +420,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	hs_env_free(&env);
 	if (exec_rc < 0) {
 		hs_die_msg("%s", err);
+		for (int s = 1; json && s <= 2; s++)
+			hs_capture_free(&rs.cap[s]);
 		goto out;
 	}
 	if (json) {

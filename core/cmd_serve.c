@@ -28,6 +28,7 @@
 #include "core/hsconf.h"
 #include "core/json.h"
 #include "core/safety/redact.h"
+#include "core/serve-req.h"
 #include "core/session.h"
 
 extern char **environ;
@@ -68,6 +69,7 @@ struct sess {
 	char approval_req[32];
 	int approval_answer;   /* -1 pending */
 	size_t queued;         /* bytes of this session's lines waiting for the writer (out_mu) */
+	char start_dir[4096];  /* an isolated local sandbox's workspace: commands start there */
 	struct sess *next;
 };
 
@@ -225,21 +227,6 @@ reply_error(struct srv *s, yajl_val id, const char *code, const char *msg)
 	emit(s, g);
 }
 
-static const char *
-get_str(yajl_val root, const char *key)
-{
-	const char *path[] = { key, NULL };
-	yajl_val v = yajl_tree_get(root, path, yajl_t_string);
-	return v ? YAJL_GET_STRING(v) : NULL;
-}
-
-static yajl_val
-get_val(yajl_val root, const char *key)
-{
-	const char *path[] = { key, NULL };
-	return yajl_tree_get(root, path, yajl_t_any);
-}
-
 /* --- approval through the client ------------------------------------- */
 
 struct srv_asker_ctx {
@@ -359,7 +346,8 @@ start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const stru
 	char err[1024];
 	struct hs_exec_opts eo = {
 		.command = gate->command,
-		.cwd = get_str(r->root, "cwd"),
+		.cwd = hs_serve_str(r->root, "cwd"),
+		.start_dir = ss->start_dir[0] ? ss->start_dir : NULL,
 		.envp = env->v,
 		.deadline_ms = timeout * 1000,
 		.grace_ms = grace,
@@ -385,8 +373,8 @@ static void
 do_job(struct sess *ss, struct req *r)
 {
 	struct srv *s = ss->srv;
-	const char *name = get_str(r->root, "job");
-	const char *action = get_str(r->root, "action");
+	const char *name = hs_serve_str(r->root, "job");
+	const char *action = hs_serve_str(r->root, "action");
 	char err[1024];
 	unsigned n = 0;
 
@@ -415,11 +403,9 @@ do_job(struct sess *ss, struct req *r)
 	if (!strcmp(action, "kill")) {
 		hs_json_kbool(g, "killed", !j->done && hs_conn_job_kill(&ss->cn, j) == 0);
 	} else if (!strcmp(action, "output")) {
-		const char *st = get_str(r->root, "stream");
+		const char *st = hs_serve_str(r->root, "stream");
 		int stream = st && !strcmp(st, "stderr") ? 2 : 1;
-		yajl_val ov = get_val(r->root, "offset");
-		uint64_t off = ov && YAJL_IS_INTEGER(ov) && YAJL_GET_INTEGER(ov) > 0
-		                       ? (uint64_t)YAJL_GET_INTEGER(ov) : 0;
+		uint64_t off = hs_serve_uint(r->root, "offset", 0);
 		size_t len = 0;
 		uint64_t next = 0;
 		int gap = 0;
@@ -458,7 +444,7 @@ do_exec(struct sess *ss, struct req *r)
 {
 	struct srv *s = ss->srv;
 	struct hs_core *c = s->c;
-	const char *command = get_str(r->root, "command");
+	const char *command = hs_serve_str(r->root, "command");
 	char err[1024];
 
 	if (!command) {
@@ -469,10 +455,10 @@ do_exec(struct sess *ss, struct req *r)
 		reply_error(s, r->id, "no_session", "the session is not open");
 		return;
 	}
-	yajl_val bg = get_val(r->root, "background");
+	yajl_val bg = hs_serve_val(r->root, "background");
 	int background = bg && YAJL_IS_TRUE(bg);
 	int mode = ss->mode;
-	const char *am = get_str(r->root, "approval");
+	const char *am = hs_serve_str(r->root, "approval");
 	if (am) {
 		int m = hs_approval_mode_parse(am);
 		if (m < 0) {
@@ -487,27 +473,24 @@ do_exec(struct sess *ss, struct req *r)
 	hs_conf_int(c->conf, "max_timeout", &max_timeout);
 	hs_conf_int(c->conf, "output_limit", &limit);
 	hs_conf_int(c->conf, "kill_grace_ms", &grace);
-	yajl_val tv = get_val(r->root, "timeout");
-	if (tv && YAJL_IS_NUMBER(tv))
-		timeout = (int64_t)YAJL_GET_DOUBLE(tv);
+	if (hs_serve_seconds(r->root, "timeout", &timeout) < 0) {
+		reply_error(s, r->id, "invalid_request", "timeout must be a number of seconds, 0 or more");
+		return;
+	}
 	if (max_timeout > 0 && (timeout <= 0 || timeout > max_timeout))
 		timeout = max_timeout;
 
 	/* "K=V" strings for the env member; each session thread has its own. */
 	char *kv[64];
 	const char *sets[64];
-	size_t n_sets = 0;
-	yajl_val ev = get_val(r->root, "env");
-	if (ev && YAJL_IS_OBJECT(ev)) {
-		for (size_t i = 0; i < ev->u.object.len && n_sets < 64; i++) {
-			yajl_val v = ev->u.object.values[i];
-			if (!YAJL_IS_STRING(v) ||
-			    asprintf(&kv[n_sets], "%s=%s", ev->u.object.keys[i], YAJL_GET_STRING(v)) < 0)
-				continue;
-			sets[n_sets] = kv[n_sets];
-			n_sets++;
-		}
+	int ne = hs_serve_env(r->root, kv, 64);
+	if (ne < 0) {
+		reply_error(s, r->id, "invalid_request", "env must map names to strings (64 at most)");
+		return;
 	}
+	size_t n_sets = (size_t)ne;
+	for (size_t i = 0; i < n_sets; i++)
+		sets[i] = kv[i];
 	struct hs_envlist env;
 	const char *const *pass = NULL;
 	size_t n_pass = 0;
@@ -550,12 +533,19 @@ do_exec(struct sess *ss, struct req *r)
 		return;
 	}
 	struct srv_sink k = { .ss = ss, .id = r->id };
-	yajl_val sv = get_val(r->root, "stream");
+	yajl_val sv = hs_serve_val(r->root, "stream");
 	k.stream = sv && YAJL_IS_TRUE(sv);
 	for (int i = 1; i <= 2; i++)
 		hs_capture_init(&k.cap[i], (size_t)limit);
-	k.stdin_data = get_str(r->root, "stdin");
-	k.stdin_len = k.stdin_data ? strlen(k.stdin_data) : 0;
+	void *stdin_owned = NULL;
+	if (hs_serve_bytes(r->root, "stdin", &k.stdin_data, &k.stdin_len, &stdin_owned) < 0) {
+		reply_error(s, r->id, "invalid_request", "stdin_b64 is not valid base64");
+		hs_capture_free(&k.cap[1]);
+		hs_capture_free(&k.cap[2]);
+		hs_redactor_free(red);
+		hs_env_free(&env);
+		return;
+	}
 	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	struct hs_sink_ops sink = {
 		.ctx = &k, .output = srv_output, .input = srv_input,
@@ -564,7 +554,8 @@ do_exec(struct sess *ss, struct req *r)
 	};
 	struct hs_exec_opts eo = {
 		.command = command,
-		.cwd = get_str(r->root, "cwd"),
+		.cwd = hs_serve_str(r->root, "cwd"),
+		.start_dir = ss->start_dir[0] ? ss->start_dir : NULL,
 		.envp = env.v,
 		.deadline_ms = timeout * 1000,
 		.grace_ms = grace,
@@ -588,6 +579,7 @@ do_exec(struct sess *ss, struct req *r)
 	pthread_mutex_unlock(&ss->mu);
 	if (nullfd >= 0)
 		close(nullfd);
+	free(stdin_owned);
 	hs_approval_audit(c, &gate, &an, &verdict, 1,
 	                       rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,
 	                       res.duration_ms);
@@ -634,9 +626,20 @@ do_open(struct sess *ss, struct req *r)
 	const char *mounts[32];
 	size_t nm = 0;
 
-	spec.image = get_str(r->root, "image");
-	spec.network = get_str(r->root, "network");
-	yajl_val mv = get_val(r->root, "mounts");
+	spec.image = hs_serve_str(r->root, "image");
+	spec.network = hs_serve_str(r->root, "network");
+	const char *what = NULL;
+	if (hs_serve_spec(r->root, &spec.memory_bytes, &spec.cpus_milli, &what) < 0) {
+		reply_error(s, r->id, "invalid_request", what);
+		return;
+	}
+	if (hs_serve_true(r->root, "isolate"))
+		spec.flags |= HS_SPEC_ISOLATE;
+	/* The workspace the local backend's isolated mode binds: "workspace", else the configured one. */
+	spec.workdir = hs_serve_str(r->root, "workspace");
+	if (!spec.workdir)
+		hs_conf_string(s->c->conf, "workspace", &spec.workdir);
+	yajl_val mv = hs_serve_val(r->root, "mounts");
 	if (mv && YAJL_IS_ARRAY(mv))
 		for (size_t i = 0; i < mv->u.array.len && nm < 32; i++)
 			if (YAJL_IS_STRING(mv->u.array.values[i]))
@@ -650,7 +653,7 @@ do_open(struct sess *ss, struct req *r)
 	struct hs_asker asker = { &actx, srv_ask, "client" };
 	struct hs_gate mgate = {
 		.session = ss->name,
-		.backend = get_str(r->root, "backend") ? get_str(r->root, "backend") : conf_backend,
+		.backend = hs_serve_str(r->root, "backend") ? hs_serve_str(r->root, "backend") : conf_backend,
 		.mode = ss->mode,
 		.grants = &ss->grants,
 		.asker = ss->mode == HS_APPROVAL_ASK ? &asker : NULL,
@@ -661,7 +664,7 @@ do_open(struct sess *ss, struct req *r)
 		            mverdict.why);
 		return;
 	}
-	struct hs_session_req sr = { .name = ss->name, .backend = get_str(r->root, "backend"),
+	struct hs_session_req sr = { .name = ss->name, .backend = hs_serve_str(r->root, "backend"),
 	                             .spec = &spec, .persistent = ss->persistent };
 	ss->lockfd = hs_session_begin(s->c, &sr, &ss->cn, &ss->rec, err, sizeof(err));
 	if (ss->lockfd == -1) {
@@ -669,6 +672,11 @@ do_open(struct sess *ss, struct req *r)
 		return;
 	}
 	ss->opened = 1;
+	ss->start_dir[0] = 0;
+	if (strcmp(ss->cn.be->plugin.name, "local") == 0 &&
+	    strcmp(ss->cn.props.isolation, "namespaces") == 0 && spec.workdir &&
+	    !realpath(spec.workdir, ss->start_dir))
+		ss->start_dir[0] = 0;
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
 	gen_id(g, r->id);
@@ -720,7 +728,7 @@ static void
 do_file(struct sess *ss, struct req *r, int put)
 {
 	struct srv *s = ss->srv;
-	const char *path = get_str(r->root, "path");
+	const char *path = hs_serve_str(r->root, "path");
 	char err[1024];
 
 	if (!path || path[0] != '/') {
@@ -732,28 +740,17 @@ do_file(struct sess *ss, struct req *r, int put)
 		return;
 	}
 	if (put) {
-		const char *data = get_str(r->root, "data");
-		const char *b64 = get_str(r->root, "data_b64");
-		unsigned char *buf = NULL;
-		long len;
-		if (b64) {
-			buf = malloc(strlen(b64) + 1);
-			len = buf ? hs_base64_decode(b64, strlen(b64), buf) : -1;
-			if (len < 0) {
-				free(buf);
-				reply_error(s, r->id, "invalid_request", "data_b64 is not valid base64");
-				return;
-			}
-		} else if (data) {
-			len = (long)strlen(data);
-		} else {
-			reply_error(s, r->id, "invalid_request", "put_file needs \"data\" or \"data_b64\"");
+		const char *data = NULL;
+		size_t len = 0;
+		void *buf = NULL;
+		int got = hs_serve_bytes(r->root, "data", &data, &len, &buf);
+		if (got <= 0) {
+			reply_error(s, r->id, "invalid_request", got < 0 ? "data_b64 is not valid base64"
+			                                                 : "put_file needs \"data\" or \"data_b64\"");
 			return;
 		}
-		yajl_val mv = get_val(r->root, "mode");
-		uint32_t mode = mv && YAJL_IS_INTEGER(mv) ? (uint32_t)YAJL_GET_INTEGER(mv) & 07777 : 0644;
-		int rc = hs_conn_put(&ss->cn, path, mode, buf ? (void *)buf : (void *)data, (size_t)len,
-		                     1, err, sizeof(err));
+		uint32_t mode = (uint32_t)(hs_serve_uint(r->root, "mode", 0644) & 07777);
+		int rc = hs_conn_put(&ss->cn, path, mode, data, len, 1, err, sizeof(err));
 		free(buf);
 		if (rc < 0) {
 			reply_error(s, r->id, "file_error", err);
@@ -871,7 +868,7 @@ static void
 handle(struct srv *s, struct req *r)
 {
 	const char *op = r->op;
-	const char *name = get_str(r->root, "session");
+	const char *name = hs_serve_str(r->root, "session");
 	char err[1024];
 
 	if (!strcmp(op, "hello")) {
@@ -892,7 +889,7 @@ handle(struct srv *s, struct req *r)
 			reply_error(s, r->id, "session_exists", "the session is already open here");
 			goto done;
 		}
-		const char *am = get_str(r->root, "approval");
+		const char *am = hs_serve_str(r->root, "approval");
 		int mode = hs_approval_mode_parse(am ? am : "ask");
 		if (mode < 0) {
 			reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
@@ -913,7 +910,7 @@ handle(struct srv *s, struct req *r)
 		ss->srv = s;
 		snprintf(ss->name, sizeof(ss->name), "%s", name);
 		ss->mode = mode;
-		yajl_val pv = get_val(r->root, "persistent");
+		yajl_val pv = hs_serve_val(r->root, "persistent");
 		ss->persistent = pv && YAJL_IS_TRUE(pv);
 		ss->lockfd = -1;
 		if (pipe2(ss->cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -964,8 +961,8 @@ handle(struct srv *s, struct req *r)
 		yajl_gen_map_close(g);
 		emit(s, g);
 	} else if (!strcmp(op, "approve")) {
-		const char *rq = get_str(r->root, "request");
-		int d = hs_decision_parse(get_str(r->root, "decision"));
+		const char *rq = hs_serve_str(r->root, "request");
+		int d = hs_decision_parse(hs_serve_str(r->root, "decision"));
 		if (!rq || d < 0) {
 			reply_error(s, r->id, "invalid_request",
 			            "approve needs \"request\" and \"decision\" (once, session, always, deny)");
@@ -994,8 +991,8 @@ handle(struct srv *s, struct req *r)
 		yajl_gen_map_close(g);
 		emit(s, g);
 	} else if (!strcmp(op, "check")) {
-		const char *command = get_str(r->root, "command");
-		const char *cx = get_str(r->root, "context");
+		const char *command = hs_serve_str(r->root, "command");
+		const char *cx = hs_serve_str(r->root, "context");
 		if (!command) {
 			reply_error(s, r->id, "invalid_request", "check needs a \"command\" string");
 			goto done;
@@ -1021,7 +1018,7 @@ handle(struct srv *s, struct req *r)
 		yajl_gen_map_close(g);
 		emit(s, g);
 	} else if (!strcmp(op, "backends")) {
-		yajl_val dv = get_val(r->root, "deep");
+		yajl_val dv = hs_serve_val(r->root, "deep");
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
 		gen_id(g, r->id);
@@ -1093,36 +1090,27 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 			free(line);
 			continue;
 		}
+		struct hs_serve_req pr;
+		const char *code = "parse_error";
 		char perr[256];
-		if (len == 0 || strspn(line, " \t\r\n") == len) {
-			free(line);
-			continue;
-		}
-		yajl_val root = yajl_tree_parse(line, perr, sizeof(perr));
+		int pv = hs_serve_req_parse(line, len, &pr, &code, perr, sizeof(perr));
 		free(line);
-		if (!root || !YAJL_IS_OBJECT(root)) {
-			perr[strcspn(perr, "\n")] = '\0';
-			reply_error(&s, NULL, "parse_error", root ? "a request must be a JSON object" : perr);
-			yajl_tree_free(root);
+		if (pv == 1)
+			continue;
+		if (pv < 0) {
+			reply_error(&s, pr.id, code, perr);
+			yajl_tree_free(pr.root);
 			continue;
 		}
 		struct req *r = calloc(1, sizeof(*r));
 		if (!r) {
-			yajl_tree_free(root);
+			yajl_tree_free(pr.root);
 			reply_error(&s, NULL, "internal", "out of memory");
 			continue;
 		}
-		r->root = root;
-		r->id = get_val(root, "id");
-		if (r->id && !YAJL_IS_STRING(r->id) && !YAJL_IS_NUMBER(r->id))
-			r->id = NULL;
-		r->op = get_str(root, "op");
-		if (!r->op) {
-			reply_error(&s, r->id, "invalid_request", "a request needs an \"op\" string");
-			yajl_tree_free(root);
-			free(r);
-			continue;
-		}
+		r->root = pr.root;
+		r->id = pr.id;
+		r->op = pr.op;
 		handle(&s, r);
 	}
 	/* EOF: deny pending approvals, close non-persistent sessions, keep persistent ones. */

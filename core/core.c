@@ -17,6 +17,7 @@
 #include "core/hsconf.h"
 #include "core/pathsec.h"
 #include "core/safety/allowlist.h"
+#include "core/safety/credentials.h"
 #include "core/safety/audit.h"
 #include "core/safety/mounts.h"
 #include "core/safety/safety.h"
@@ -217,9 +218,27 @@ host_approve(void *ctx, const char *session, const struct hs_risk *risk, char *e
 static int32_t
 host_resolve_credentials(void *ctx, const char *provider, struct hs_credentials *out, char *err)
 {
-	snprintf(err, HS_ERR_MAX, "credential resolution for '%s' is not available in this build",
-	         provider);
-	return HS_E_UNSUPPORTED;
+	struct hs_backend *b = ctx;
+	char k[3][128];
+	const char *v[3] = { NULL, NULL, NULL };
+	static const char *const names[3] = { "mode", "gateway_url", "gateway_token" };
+
+	if (!provider || !out) {
+		snprintf(err, HS_ERR_MAX, "resolve_credentials: no provider or result");
+		return HS_E_INVALID;
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(k[i], sizeof(k[i]), "%.60s.%s", provider, names[i]);
+		if (hs_conf_string(b->core->conf, k[i], &v[i]) < 0) {
+			snprintf(err, HS_ERR_MAX, "config key '%s' must be a string", k[i]);
+			return HS_E_CONFIG;
+		}
+	}
+	struct hs_cred_query q = {
+		.provider = provider, .mode = v[0], .gateway_url = v[1], .gateway_token = v[2],
+		.home = b->core->paths.home, .uid = geteuid(),
+	};
+	return hs_cred_resolve(&q, out, err, HS_ERR_MAX);
 }
 
 static uint64_t

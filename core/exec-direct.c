@@ -28,7 +28,7 @@
 #include "core/shell.h"
 
 #define HS_DIRECT_STDIN_MAX (16u * 1024u * 1024u)
-#define HS_DIRECT_SLACK_MS 15000 /* past deadline + grace: the core cancels */
+#define HS_DIRECT_SLACK_MS 5000 /* past deadline + grace: the core cancels */
 
 static int64_t
 now_ms(void)
@@ -47,7 +47,7 @@ struct direct {
 	uint64_t total[3];
 	/* watcher */
 	pthread_mutex_t lock;
-	int done, cancel_sent, sink_failed;
+	int done, cancel_sent, sink_failed, deadline_fired;
 	int wake[2];
 	/* capture mode (files): collect stdout and stderr instead of a sink */
 	char *buf[3];
@@ -86,25 +86,15 @@ watcher(void *arg)
 		if (d->sink && d->sink->cancelled && d->sink->cancelled(d->sink->ctx))
 			send_cancel(d);
 		/* The backend must stop the command at its deadline; the core backs it up. */
-		if (d->deadline_ms > 0 &&
-		    now_ms() - d->start > d->deadline_ms + d->grace_ms + HS_DIRECT_SLACK_MS)
+		if (d->deadline_ms > 0 && !d->deadline_fired &&
+		    now_ms() - d->start > d->deadline_ms + d->grace_ms + HS_DIRECT_SLACK_MS) {
+			hs_warn("backend '%s' did not stop a command at its deadline; cancelling it",
+			        d->cn->be->plugin.name);
+			d->deadline_fired = 1;
 			send_cancel(d);
+		}
 	}
 	return NULL;
-}
-
-struct redact_ctx {
-	const struct hs_sink_ops *sink;
-	int stream;
-	int failed;
-};
-
-static void
-redact_emit(void *ctx, const char *data, size_t len)
-{
-	struct redact_ctx *rc = ctx;
-	if (len && rc->sink->output(rc->sink->ctx, rc->stream, data, len) < 0)
-		rc->failed = 1;
 }
 
 /* hs_sink.write for the backend: may be called from any of its threads, in order. */
@@ -133,8 +123,8 @@ sink_write(void *ctx, int32_t stream, const void *data, uint64_t len)
 	}
 	int failed;
 	if (d->red[stream]) {
-		struct redact_ctx rc = { d->sink, stream, 0 };
-		failed = hs_redact_feed(d->red[stream], data, (size_t)len, redact_emit, &rc) < 0 || rc.failed;
+		struct hs_redact_sink rc = { d->sink, stream, 0 };
+		failed = hs_redact_feed(d->red[stream], data, (size_t)len, hs_redact_sink_emit, &rc) < 0 || rc.failed;
 	} else {
 		failed = d->sink->output(d->sink->ctx, stream, data, (size_t)len) < 0;
 	}
@@ -240,8 +230,12 @@ run(struct direct *d, const char *const *argv, uint32_t argc, char *const *envp,
 		snprintf(err, errlen, "backend '%s': %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
 		return -1;
 	}
-	if (d->cancel_sent && !res->timed_out && !d->sink_failed)
+	if (d->deadline_fired) { /* the core stopped it at its deadline: a timeout */
+		res->timed_out = 1;
+		res->cancelled = 0;
+	} else if (d->cancel_sent && !res->timed_out && !d->sink_failed) {
 		res->cancelled = 1;
+	}
 	return 0;
 }
 
@@ -275,9 +269,9 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 	if (run(&d, argv, 8, o->envp, o->start_dir, in, in_len, &res, err, errlen) < 0)
 		goto out;
 	for (int s = 1; sink && s <= 2; s++) {
-		struct redact_ctx rcx = { sink, s, 0 };
+		struct hs_redact_sink rcx = { sink, s, 0 };
 		if (d.red[s])
-			hs_redact_flush(d.red[s], redact_emit, &rcx);
+			hs_redact_flush(d.red[s], hs_redact_sink_emit, &rcx);
 	}
 	out->exit_code = res.timed_out ? 124 : res.exit_code;
 	out->timed_out = res.timed_out;

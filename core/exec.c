@@ -65,6 +65,9 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 		cn->rc = NULL;
 		return HS_E_PROTOCOL;
 	}
+	const char *inst = hsr_client_instance(cn->rc);
+	cn->runner_restarted = cn->runner_instance[0] && strcmp(inst, cn->runner_instance) != 0;
+	snprintf(cn->runner_instance, sizeof(cn->runner_instance), "%s", inst);
 	return HS_OK;
 }
 
@@ -134,19 +137,46 @@ hs_conn_close(struct hs_conn *cn, int keep)
 	pthread_mutex_destroy(&cn->lock);
 }
 
-/* After a broken stream: connect again and take over the daemon's commands. */
+/*
+ * After a broken stream: connect again, take over the daemon's commands, and
+ * confirm again what was taken of each (the command's own offsets in
+ * taken, NULL for none, and every job's), since acknowledgements in flight
+ * when the stream broke are lost: without them the daemon would resend
+ * bytes already taken, and a stream that keeps breaking might never get
+ * past them.
+ */
 static int
-reattach(struct hs_conn *cn, uint64_t credit, char *err, size_t errlen)
+reattach(struct hs_conn *cn, uint64_t credit, uint64_t id, const uint64_t *taken, char *err,
+         size_t errlen)
 {
 	for (int i = 0; i < HS_REATTACH_TRIES; i++) {
 		if (i) {
 			struct timespec ts = { 0, (long)(100 * 1000 * 1000) << i };
 			nanosleep(&ts, NULL);
 		}
-		if (hs_conn_stream(cn, err, errlen) == HS_OK && hsr_client_attach_credit(cn->rc, credit) == 0)
+		if (hs_conn_stream(cn, err, errlen) != HS_OK || hsr_client_attach_credit(cn->rc, credit) != 0)
+			continue;
+		int sent = 0;
+		for (int s = 1; taken && s <= 3; s++)
+			if (taken[s] && hsr_client_ack(cn->rc, id, s, taken[s]) < 0)
+				sent = -1;
+		for (struct hs_job *j = cn->jobs; j; j = j->next)
+			for (int s = 1; s <= 2 && !j->done; s++)
+				if (j->taken[s] && hsr_client_ack(cn->rc, j->id, s, j->taken[s]) < 0)
+					sent = -1;
+		if (sent == 0)
 			return 0;
 	}
 	return -1;
+}
+
+/* After a stream that could not be re-attached: try again before the next request. */
+static int
+ensure_stream(struct hs_conn *cn, char *err, size_t errlen)
+{
+	if (cn->rc)
+		return 0;
+	return hs_conn_stream(cn, err, errlen) == HS_OK ? 0 : -1;
 }
 
 struct state_buf {
@@ -178,6 +208,16 @@ state_append(struct state_buf *s, const void *p, size_t n)
 	s->len += n;
 }
 
+/* 1 when the ATTACH list of ev names command id. */
+static int
+attach_lists(const struct hsr_event *ev, uint64_t id)
+{
+	for (size_t i = 0; i < ev->nattach; i++)
+		if (ev->attach[i].id == id)
+			return 1;
+	return 0;
+}
+
 static struct hs_job *
 job_by_id(struct hs_conn *cn, uint64_t id)
 {
@@ -191,6 +231,16 @@ job_by_id(struct hs_conn *cn, uint64_t id)
 static void
 route(struct hs_conn *cn, const struct hsr_event *ev)
 {
+	if (ev->type == HSR_EV_ATTACH) {
+		/* A job the daemon does not know was lost with a broken stream. */
+		for (struct hs_job *k = cn->jobs; k; k = k->next)
+			if (!k->done && !attach_lists(ev, k->id)) {
+				k->done = 1;
+				k->exit_code = 125;
+				k->duration_ms = now_ms() - k->start_ms;
+			}
+		return;
+	}
 	struct hs_job *j = job_by_id(cn, ev->id);
 	if (!j)
 		return;
@@ -259,16 +309,10 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 }
 
 /* Output passes through a redactor per stream when there are secrets to hide. */
-struct redact_ctx {
-	const struct hs_sink_ops *sink;
-	int stream;
-	int failed;
-};
-
-static void
-redact_emit(void *ctx, const char *data, size_t len)
+void
+hs_redact_sink_emit(void *ctx, const char *data, size_t len)
 {
-	struct redact_ctx *rc = ctx;
+	struct hs_redact_sink *rc = ctx;
 	if (len && rc->sink->output(rc->sink->ctx, rc->stream, data, len) < 0)
 		rc->failed = 1;
 }
@@ -279,8 +323,8 @@ deliver(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream, con
 {
 	if (!red)
 		return sink->output(sink->ctx, stream, buf, len);
-	struct redact_ctx rc = { sink, stream, 0 };
-	if (hs_redact_feed(red, buf, len, redact_emit, &rc) < 0)
+	struct hs_redact_sink rc = { sink, stream, 0 };
+	if (hs_redact_feed(red, buf, len, hs_redact_sink_emit, &rc) < 0)
 		return -1;
 	return rc.failed ? -1 : 0;
 }
@@ -288,9 +332,9 @@ deliver(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream, con
 static void
 deliver_flush(const struct hs_sink_ops *sink, struct hs_redactor *red, int stream)
 {
-	struct redact_ctx rc = { sink, stream, 0 };
+	struct hs_redact_sink rc = { sink, stream, 0 };
 	if (red)
-		hs_redact_flush(red, redact_emit, &rc);
+		hs_redact_flush(red, hs_redact_sink_emit, &rc);
 }
 
 int
@@ -303,8 +347,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	struct hsr_event ev;
 	uint64_t id, taken[4] = { 0 };
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
-	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0;
-	int cancel_sent = 0, rc = -1, done = 0;
+	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
+	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0;
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256];
 
@@ -323,8 +367,14 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	pthread_mutex_unlock(&cn->lock);
 	struct hsr_exec_spec spec;
 	exec_spec(cn, o, id, argv, &spec);
+	if (ensure_stream(cn, err, errlen) < 0)
+		goto out;
 	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		if (reattach(cn, 0, e, sizeof(e)) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "cannot re-attach to the runner: %s", e);
+			goto out;
+		}
+		if (hsr_client_exec(cn->rc, &spec) < 0) {
 			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
 			goto out;
 		}
@@ -358,6 +408,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			if (over > grace + 5000 && !cancel_sent) {
 				hsr_client_cancel(cn->rc, id);
 				cancel_sent = 1;
+				deadline_cancel = 1;
 			} else if (over > grace + 15000) {
 				snprintf(err, errlen, "the runner did not stop the command at its deadline");
 				goto out;
@@ -366,6 +417,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 		if (ti >= 0 && (pf[ti].revents & (POLLIN | POLLHUP | POLLERR))) {
 			char buf[65536];
 			long n = sink->input(sink->ctx, buf, sizeof(buf));
+			if (n >= 0)
+				stdin_sent = 1;
 			if (n > 0) {
 				if (hsr_client_stdin(cn->rc, id, buf, (size_t)n) < 0)
 					stdin_open = 0;
@@ -381,13 +434,31 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			continue;
 		if (r < 0) {
 			/* The stream broke: re-attach and let the runner resend what we did not take. */
-			if (reattach(cn, lossless ? 0 : HSR_CREDIT_UNLIMITED, e, sizeof(e)) < 0) {
+			if (reattach(cn, lossless ? 0 : HSR_CREDIT_UNLIMITED, id, taken, e, sizeof(e)) < 0) {
 				snprintf(err, errlen, "lost the runner stream and could not re-attach: %s", e);
 				goto out;
 			}
 			if (lossless)
 				hsr_client_credit(cn->rc, id, HS_WINDOW);
 			continue;
+		}
+		if (ev.type == HSR_EV_ATTACH && !attach_lists(&ev, id)) {
+			/* The EXEC was lost with the stream before the daemon read it:
+			 * nothing ran, so send it again, unless stdin was already taken. */
+			if (cn->runner_restarted) {
+				snprintf(err, errlen, "the sandbox's runner was restarted while the command ran: "
+				                      "the command is lost (it may have run in part)");
+				goto out;
+			}
+			if (taken[1] || taken[2] || taken[3] || stdin_sent) {
+				snprintf(err, errlen, "the runner lost the command when its stream broke");
+				goto out;
+			}
+			if (hsr_client_exec(cn->rc, &spec) < 0) {
+				snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
+				goto out;
+			}
+			resent = 1;
 		}
 		if (ev.id != id) {
 			route(cn, &ev); /* another command's: a background job's */
@@ -427,6 +498,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			out->exit_code = ev.exit_code;
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;
+			if (deadline_cancel && ev.cancelled) { /* the core's backup of the deadline */
+				out->timed_out = 1;
+				out->cancelled = 0;
+			}
 			/* The runner's count and the offset jumps seen are the same bytes. */
 			for (int s = 1; s <= 2; s++) {
 				if (ev.dropped[s] > out->dropped[s])
@@ -439,7 +514,18 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			done = 1;
 			break;
 		case HSR_EV_ERROR:
-			snprintf(err, errlen, "the runner refused the command: %s", ev.message);
+			if (resent && ev.code == HSR_E_BUSY) {
+				/* The first EXEC was still queued on the broken stream and
+				 * arrived after all; take the command over on this stream. */
+				resent = 0;
+				if (hsr_client_attach_credit(cn->rc, lossless ? 0 : HSR_CREDIT_UNLIMITED) < 0 ||
+				    (lossless && hsr_client_credit(cn->rc, id, HS_WINDOW) < 0)) {
+					snprintf(err, errlen, "cannot take the command over: %s", strerror(errno));
+					goto out;
+				}
+				break;
+			}
+			snprintf(err, errlen, "the runner: %s", ev.message);
 			goto out;
 		default:
 			break;
@@ -460,29 +546,30 @@ out:
 	return rc;
 }
 
-int
-hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
-            int durable, char *err, size_t errlen)
+/* One PUT; -2 when the stream broke (the caller re-attaches and tries again). */
+static int
+put_once(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
+         int durable, char *err, size_t errlen)
 {
 	struct hsr_event ev;
 	uint64_t id;
 
-	if (cn->exec_mode)
-		return hs_conn_put_direct(cn, path, mode, buf, len, err, errlen);
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_put_file_flags(cn->rc, id, path, mode, buf, len,
 	                              durable ? 0 : HSR_PUT_NOSYNC) < 0) {
 		snprintf(err, errlen, "cannot send '%s' to the runner: %s", path, strerror(errno));
-		return -1;
+		return -2;
 	}
 	for (;;) {
 		int r = hsr_client_next(cn->rc, &ev, 30000, err, errlen);
 		if (r <= 0) {
 			if (r == 0)
 				snprintf(err, errlen, "the runner did not confirm writing '%s'", path);
-			return -1;
+			return r < 0 ? -2 : -1;
 		}
 		if (ev.id != id) {
 			route(cn, &ev);
@@ -497,23 +584,24 @@ hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf
 	}
 }
 
-int
-hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *lenp, char *err,
-            size_t errlen)
+/* One GET; -2 when the stream broke. */
+static int
+get_once(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *lenp, char *err,
+         size_t errlen)
 {
 	struct hsr_event ev;
 	char *buf = NULL;
 	size_t len = 0;
 	uint64_t id;
 
-	if (cn->exec_mode)
-		return hs_conn_get_direct(cn, path, max, bufp, lenp, err, errlen);
 	pthread_mutex_lock(&cn->lock);
 	id = ++cn->next_id;
 	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
 	if (hsr_client_get_file(cn->rc, id, path) < 0) {
 		snprintf(err, errlen, "cannot ask the runner for '%s': %s", path, strerror(errno));
-		return -1;
+		return -2;
 	}
 	for (;;) {
 		int r = hsr_client_next(cn->rc, &ev, 30000, err, errlen);
@@ -521,7 +609,7 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 			if (r == 0)
 				snprintf(err, errlen, "the runner did not send '%s'", path);
 			free(buf);
-			return -1;
+			return r < 0 ? -2 : -1;
 		}
 		if (ev.id != id) {
 			route(cn, &ev);
@@ -557,6 +645,39 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 			*lenp = len;
 			return 0;
 		}
+	}
+}
+
+/* Files are whole-file operations: after a broken stream they are simply redone. */
+int
+hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
+            int durable, char *err, size_t errlen)
+{
+	char e[256];
+	if (cn->exec_mode)
+		return hs_conn_put_direct(cn, path, mode, buf, len, err, errlen);
+	for (int i = 0;; i++) {
+		int rc = put_once(cn, path, mode, buf, len, durable, err, errlen);
+		if (rc != -2)
+			return rc;
+		if (i == HS_REATTACH_TRIES || reattach(cn, HSR_CREDIT_UNLIMITED, 0, NULL, e, sizeof(e)) < 0)
+			return -1;
+	}
+}
+
+int
+hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *lenp, char *err,
+            size_t errlen)
+{
+	char e[256];
+	if (cn->exec_mode)
+		return hs_conn_get_direct(cn, path, max, bufp, lenp, err, errlen);
+	for (int i = 0;; i++) {
+		int rc = get_once(cn, path, max, bufp, lenp, err, errlen);
+		if (rc != -2)
+			return rc;
+		if (i == HS_REATTACH_TRIES || reattach(cn, HSR_CREDIT_UNLIMITED, 0, NULL, e, sizeof(e)) < 0)
+			return -1;
 	}
 }
 
@@ -600,8 +721,9 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = now_ms();
-	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
+	if (ensure_stream(cn, err, errlen) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+		if (cn->rc)
+			snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
 		hs_capture_free(&j->cap[1]);
 		hs_capture_free(&j->cap[2]);
 		free(j);

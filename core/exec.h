@@ -25,6 +25,8 @@ struct hs_conn {
 	int merge_env;           /* a sandbox: envp holds only the per-command variables,
 	                            laid over the sandbox's own environment */
 	int32_t open_status;     /* the backend's status when open failed (HS_E_DENIED, ...) */
+	char runner_instance[40]; /* the daemon's instance at the last connect */
+	int runner_restarted;    /* the last re-attach met another daemon */
 	char snapshot[600];      /* the shell snapshot path inside the sandbox */
 	uint64_t next_id;
 	pthread_mutex_t lock;    /* guards next_id and the job table */
@@ -43,6 +45,14 @@ struct hs_sink_ops {
 	int (*cancelled)(void *ctx);
 	int cancel_fd; /* poll()ed: readable when a cancel may be pending; -1: none */
 };
+
+/* A sink behind a redactor: hs_redact_sink_emit passes redacted bytes on. */
+struct hs_redact_sink {
+	const struct hs_sink_ops *sink;
+	int stream;
+	int failed;
+};
+void hs_redact_sink_emit(void *ctx, const char *data, size_t len);
 
 struct hs_exec_opts {
 	const char *command;       /* shell string */

@@ -67,6 +67,18 @@ const struct hs_conf_schema hs_conf_schema_table[] = {
 	{ .name = "local.shell", .type = HS_CONF_STRING, .def_string = "/bin/bash",
 	  .order = HS_ORDER_FIXED, .checks = HS_CHECK_ABSPATH,
 	  .doc = "shell of local sessions; POSIX sh keeps only cwd and exports" },
+	{ .name = "local.isolation_bind_ro", .type = HS_CONF_STRINGS, .has_default = 1,
+	  .order = HS_ORDER_SUBSET, .checks = HS_CHECK_ABSPATH,
+	  .doc = "isolated mode: more host paths, bound read-only" },
+	{ .name = "local.isolation_bind_rw", .type = HS_CONF_STRINGS, .has_default = 1,
+	  .order = HS_ORDER_SUBSET, .checks = HS_CHECK_ABSPATH,
+	  .doc = "isolated mode: more host paths, bound read-write" },
+	{ .name = "local.isolation_nofile", .type = HS_CONF_INT, .def_int = 0, .has_default = 1,
+	  .order = HS_ORDER_LESS_ZERO_MAX,
+	  .doc = "isolated mode: open-file limit (RLIMIT_NOFILE); 0: inherited" },
+	{ .name = "local.isolation_nproc", .type = HS_CONF_INT, .def_int = 0, .has_default = 1,
+	  .order = HS_ORDER_LESS_ZERO_MAX,
+	  .doc = "isolated mode: process limit (RLIMIT_NPROC, counted per user); 0: inherited" },
 	{ .name = NULL },
 };
 

@@ -10,7 +10,7 @@ core_hs_SOURCES = \
 	core/session.c core/session.h core/shell.c core/shell.h \
 	core/exec.c core/exec-direct.c core/exec.h core/env.c core/env.h \
 	core/approval.c core/approval.h core/capture.c core/capture.h \
-	core/cmd_run.c core/cmd_serve.c core/cmd_check.c core/cmd_session.c \
+	core/cmd_run.c core/cmd_serve.c core/serve-req.c core/serve-req.h core/cmd_check.c core/cmd_session.c \
 	plugins/local/local.c
 dist_man_MANS += man/hs.1
 core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS)

@@ -264,7 +264,8 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 		rec->used = now;
 		/* The record is written before any command runs, so nothing leaks untracked. */
 		if (hs_record_save(c, rec, err, errlen) < 0) {
-			hs_conn_close(cn, 1);
+			/* An environment no record names would leak: tear a new one down. */
+			hs_conn_close(cn, have);
 			goto fail;
 		}
 	}

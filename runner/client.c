@@ -24,6 +24,7 @@ struct hsr_client {
 	struct hsr_decoder dec;
 	uint32_t version;
 	char peer[64];
+	char instance[40];
 	struct hsr_attach_entry *attach;
 };
 
@@ -105,6 +106,11 @@ int hsr_client_fd(const struct hsr_client *c)
 uint32_t hsr_client_version(const struct hsr_client *c)
 {
 	return c->version;
+}
+
+const char *hsr_client_instance(const struct hsr_client *c)
+{
+	return c->instance;
 }
 
 const char *hsr_client_peer_version(const struct hsr_client *c)
@@ -233,7 +239,18 @@ int hsr_client_open(int fd, struct hsr_client **out, char *err, size_t errlen)
 		goto fail;
 	}
 	c->version = m.vmin;
-	snprintf(c->peer, sizeof(c->peer), "%.*s", (int)m.str_len, m.str);
+	{
+		/* "VERSION instance=HEX": keep the two apart. */
+		size_t vl = m.str_len;
+		for (size_t i = 0; i + 10 <= m.str_len; i++)
+			if (memcmp(m.str + i, " instance=", 10) == 0) {
+				vl = i;
+				snprintf(c->instance, sizeof(c->instance), "%.*s",
+					 (int)(m.str_len - i - 10), m.str + i + 10);
+				break;
+			}
+		snprintf(c->peer, sizeof(c->peer), "%.*s", (int)vl, m.str);
+	}
 	*out = c;
 	return 0;
 fail:

@@ -36,6 +36,9 @@ int hsr_client_pending(const struct hsr_client *c);
 uint32_t hsr_client_version(const struct hsr_client *c);
 /* Returns the daemon's software version string from its HELLO. */
 const char *hsr_client_peer_version(const struct hsr_client *c);
+/* The daemon instance from its HELLO ("" if it names none): a different
+ * instance after a re-attach means the daemon was restarted. */
+const char *hsr_client_instance(const struct hsr_client *c);
 
 /* One command to run.  argv[0] is looked up in the PATH of envp; envp is
  * the command's complete environment (NULL means empty); cwd NULL or ""

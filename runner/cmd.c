@@ -383,9 +383,19 @@ static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 		return;
 	}
 	if (hsr_spool_append(&cmd->sp[s], d->rd->dirfd, buf, (size_t)n) < 0) {
+		/* Output that cannot be kept would be lost silently: stop the
+		 * command instead, and say why. */
+		int e = errno;
+
 		hsr_warn("cannot spool output of command %llu: %s", (unsigned long long)cmd->id,
-			 strerror(errno));
+			 strerror(e));
+		if (cmd->owner)
+			hsr_conn_error(cmd->owner, cmd->id, HSR_E_LIMIT,
+				       "cannot keep the output of the command in the runner's directory (%s); "
+				       "the command was stopped", strerror(e));
 		close_fd(&cmd->pipe_fd[s]);
+		if (!cmd->done)
+			hsr_cmd_stop(cmd, HSR_GRACE_DEFAULT);
 		return;
 	}
 	if (cmd->done)

@@ -100,12 +100,33 @@ static void accept_conns(struct hsr_daemon *d)
 	}
 }
 
+/* "VERSION instance=HEX": the instance names this daemon process, so a
+ * client that re-attaches can tell a restarted daemon (whose commands are
+ * gone) from the same one. */
+static char hello_str[64] = HSR_VERSION;
+
+static void set_instance(void)
+{
+	unsigned char r[8] = { 0 };
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	uint64_t v;
+
+	if (fd < 0 || read(fd, r, sizeof(r)) != (ssize_t)sizeof(r)) {
+		v = (uint64_t)getpid() << 32 ^ (uint64_t)hsr_now_ms();
+		memcpy(r, &v, sizeof(r));
+	}
+	if (fd >= 0)
+		close(fd);
+	memcpy(&v, r, sizeof(v));
+	snprintf(hello_str, sizeof(hello_str), "%s instance=%016llx", HSR_VERSION,
+		 (unsigned long long)v);
+}
+
 static void do_hello(struct hsr_conn *c, const struct hsr_msg *m)
 {
 	uint32_t lo = m->vmin > HSR_PROTO_MIN ? m->vmin : HSR_PROTO_MIN;
 	uint32_t hi = m->vmax < HSR_PROTO_MAX ? m->vmax : HSR_PROTO_MAX;
-	struct hsr_msg r = { .type = HSR_F_HELLO, .str = HSR_VERSION,
-			     .str_len = sizeof(HSR_VERSION) - 1 };
+	struct hsr_msg r = { .type = HSR_F_HELLO, .str = hello_str, .str_len = strlen(hello_str) };
 
 	if (lo > hi) {
 		hsr_conn_error(c, 0, HSR_E_VERSION,
@@ -570,6 +591,7 @@ static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, i
 	int rc;
 
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	set_instance();
 	signal(SIGPIPE, SIG_IGN);
 	/* Shims are our only children and report through their status
 	 * pipes, so the kernel may reap them. */

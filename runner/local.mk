@@ -23,13 +23,13 @@ noinst_LIBRARIES += runner/libhsrclient.a
 runner_libhsrclient_a_SOURCES = runner/proto.c runner/proto.h runner/client.c runner/client.h
 runner_libhsrclient_a_CPPFLAGS = $(AM_CPPFLAGS) -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
-# libFuzzer target for the frame decoder; not part of `make`:
-#   make fuzz-runner && runner/fuzz-frames -max_total_time=60
+# libFuzzer target for the frame decoder (clang), built and run by `make fuzz`.
 fuzz-runner: $(srcdir)/runner/fuzz-frames.c $(srcdir)/runner/proto.c $(srcdir)/runner/proto.h
 	@$(MKDIR_P) runner
-	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-I$(srcdir)/runner -o runner/fuzz-frames \
 		$(srcdir)/runner/fuzz-frames.c $(srcdir)/runner/proto.c
+	$(FUZZ_RUN) frames runner/fuzz-frames $(top_srcdir)/tests/fuzz/corpus/frames
 
 # Tests: unit tests of the protocol (with the fuzz smoke), end-to-end tests
 # of the built binary through the client library, and shell tests.

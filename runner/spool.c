@@ -198,6 +198,10 @@ void hsr_spool_ack(struct hsr_spool *sp, uint64_t off)
 	if (off <= sp->acked)
 		return;
 	sp->acked = off;
+	/* After a re-attach the client may confirm bytes the rewind put back in
+	 * the queue: they need not be sent again. */
+	if (sp->sent < sp->acked)
+		sp->sent = sp->acked;
 	if (!bounded(sp) && sp->fd >= 0 && sp->acked - sp->punched >= PUNCH_STEP) {
 		uint64_t upto = sp->acked & ~(uint64_t)(PUNCH_STEP - 1);
 

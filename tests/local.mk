@@ -3,3 +3,25 @@ TESTS += tests/abi/loader.test tests/abi/example.test tests/core/run.test tests/
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
+
+# Fault injection: garbage input, vanishing clients, hanging and stream-cutting
+# backends (tests/faults/faulty.c, built at test time), SIGKILL, full disks.
+TESTS += tests/faults/serve-faults.test tests/faults/disk-full.test
+EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/faults/faulty.c
+
+# The unit tests under valgrind memcheck: no invalid access, no leak
+# (definite or indirect).  .ci/run runs it; backends append their unit tests.
+VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval \
+	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner \
+	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \
+	tests/docker/test-demux tests/singularity/test-sifcache
+VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect \
+	--errors-for-leak-kinds=definite,indirect --error-exitcode=99
+check-valgrind: $(VALGRIND_TESTS) runner/hs-runner$(EXEEXT)
+	@fail=0; for t in $(VALGRIND_TESTS); do \
+	  if top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
+	     $(VALGRIND) ./$$t >$$t.vg.log 2>&1; then echo "valgrind ok: $$t"; \
+	  else echo "valgrind FAIL: $$t (see $$t.vg.log)"; tail -n 30 $$t.vg.log; fail=1; fi; \
+	done; exit $$fail
+CLEANFILES += tests/*/*.vg.log
+.PHONY: check-valgrind

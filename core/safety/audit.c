@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yajl/yajl_gen.h>
 
@@ -145,13 +147,27 @@ hs_audit_append(int fd, const struct hs_audit_record *r, char *err, size_t errle
 		snprintf(err, errlen, "cannot format audit record");
 		return -1;
 	}
+	/* Under a lock, so that a record cut short (a full disk) can be taken
+	 * back without touching another process's: the log never holds half a
+	 * record. */
+	struct stat st;
+	int locked = flock(fd, LOCK_EX) == 0;
+	off_t size = fstat(fd, &st) == 0 ? st.st_size : -1;
 	do
 		w = write(fd, line, (size_t)len);
 	while (w < 0 && errno == EINTR);
+	int e = errno;
 	free(line);
 	if (w != len) {
-		snprintf(err, errlen, "cannot write audit record: %s", w < 0 ? strerror(errno) : "short write");
+		if (w > 0 && size >= 0 && ftruncate(fd, size) < 0)
+			e = errno;
+		if (locked)
+			flock(fd, LOCK_UN);
+		snprintf(err, errlen, "cannot write audit record: %s",
+		         w < 0 ? strerror(e) : "short write (the disk may be full); the partial record was removed");
 		return -1;
 	}
+	if (locked)
+		flock(fd, LOCK_UN);
 	return 0;
 }

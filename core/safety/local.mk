@@ -13,14 +13,16 @@ core_safety_libhssafety_a_SOURCES = \
 	core/safety/allowlist.c core/safety/allowlist.h \
 	core/safety/prompt.c core/safety/prompt.h \
 	core/safety/audit.c core/safety/audit.h \
-	core/safety/redact.c core/safety/redact.h
+	core/safety/redact.c core/safety/redact.h \
+	core/safety/toml.c core/safety/toml.h \
+	core/safety/credentials.c core/safety/credentials.h
 core_safety_libhssafety_a_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS)
 
 # What a program linking the library needs (the core uses this too).
 HS_SAFETY_LIBS = core/safety/libhssafety.a $(LIBCONFIG_LIBS) $(YAJL_LIBS)
 
 hs_safety_tests = tests/safety/test-analyse tests/safety/test-corpus \
-	tests/safety/test-mounts tests/safety/test-approval
+	tests/safety/test-mounts tests/safety/test-approval tests/safety/test-credentials
 check_PROGRAMS += $(hs_safety_tests) tests/safety/hs-analyse
 TESTS += $(hs_safety_tests)
 
@@ -39,6 +41,10 @@ tests_safety_test_mounts_LDADD = $(hs_safety_test_ldadd)
 tests_safety_test_approval_SOURCES = tests/safety/test-approval.c
 tests_safety_test_approval_CFLAGS = $(hs_safety_test_cflags)
 tests_safety_test_approval_LDADD = $(hs_safety_test_ldadd)
+tests_safety_test_credentials_SOURCES = tests/safety/test-credentials.c core/safety/fuzz-toml.c
+tests_safety_test_credentials_CFLAGS = $(hs_safety_test_cflags) -DHS_FUZZ_NO_MAIN \
+	-DHS_TOML_SEEDS='"$(abs_top_srcdir)/tests/safety/toml-seeds"'
+tests_safety_test_credentials_LDADD = $(hs_safety_test_ldadd)
 tests_safety_hs_analyse_SOURCES = tests/safety/hs-analyse.c
 tests_safety_hs_analyse_CFLAGS = $(hs_safety_test_cflags)
 tests_safety_hs_analyse_LDADD = $(HS_SAFETY_LIBS)
@@ -55,20 +61,29 @@ bench-analyse: bench/analyse-bench$(EXEEXT)
 		$(top_srcdir)/tests/safety/everyday.txt $(top_srcdir)/tests/safety/agent.txt
 	$(AM_V_at)rm -rf bench/.policy
 
-# libFuzzer target, built only on request: make fuzz-analyse CC=clang
+# libFuzzer target (clang), built and run by `make fuzz` (tests/fuzz/local.mk).
 fuzz-analyse: $(core_safety_libhssafety_a_SOURCES) core/safety/fuzz-analyse.c
-	$(CC) -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(AM_CPPFLAGS) $(CPPFLAGS) \
+	$(FUZZ_CC) $(FUZZ_FLAGS) \
 		-DHS_FUZZ_POLICY_DIR='"$(abs_top_srcdir)/policy"' \
 		$(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS) -o core/safety/fuzz-analyse \
 		$(addprefix $(top_srcdir)/,$(filter %.c,$(core_safety_libhssafety_a_SOURCES))) $(top_srcdir)/core/safety/fuzz-analyse.c \
 		$(LIBCONFIG_LIBS) $(YAJL_LIBS)
+	$(FUZZ_RUN) analyse core/safety/fuzz-analyse $(top_srcdir)/tests/fuzz/corpus/analyse
 
-.PHONY: bench-analyse fuzz-analyse
+# libFuzzer target for the token-file reader (make fuzz-toml; see tests/fuzz/local.mk).
+FUZZ_TARGETS += fuzz-toml
+CLEANFILES += core/safety/fuzz-toml
+fuzz-toml: core/safety/toml.c core/safety/fuzz-toml.c
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o core/safety/fuzz-toml $(addprefix $(top_srcdir)/,$^)
+	$(FUZZ_RUN) toml core/safety/fuzz-toml $(top_srcdir)/tests/safety/toml-seeds
+
+.PHONY: bench-analyse fuzz-analyse fuzz-toml
 
 policydir = $(datadir)/hs/policy
 dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.rules \
 	policy/network.rules policy/credentials.rules policy/containers.rules policy/vcs.rules \
 	policy/database.rules policy/hs-self.rules
 dist_man_MANS += man/hs-policy.5
+EXTRA_DIST += tests/safety/toml-seeds
 EXTRA_DIST += core/safety/fuzz-analyse.c tests/safety/dangerous.txt tests/safety/everyday.txt \
 	tests/safety/agent.txt

@@ -7,12 +7,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,24 +23,57 @@
 
 #include <hs/backend.h>
 
+#include "plugins/local/isolate.h"
+
 #define LO_MAX_ATTACH 16
 
 struct lo_state {
 	const struct hs_host_v1 *host;
+	char isolate[PATH_MAX]; /* hs-isolate, next to hs-runner; empty when missing */
 };
 
 struct lo_env {
 	struct lo_state *st;
 	char dir[512];
 	int64_t idle;
+	int isolated;
+	char workspace[PATH_MAX];
+	int share_net;
+	int64_t memory;
 	pid_t attach[LO_MAX_ATTACH]; /* our attach processes, reaped by us */
 };
 
 static const struct hs_config_key lo_keys[] = {
 	{ "isolation", HS_CONF_STRING, "\"none\" or \"namespaces\"" },
+	{ "isolation_bind_ro", HS_CONF_STRINGS, "isolated mode: more host paths, bound read-only" },
+	{ "isolation_bind_rw", HS_CONF_STRINGS, "isolated mode: more host paths, bound read-write" },
+	{ "isolation_nofile", HS_CONF_INT, "isolated mode: open-file limit (RLIMIT_NOFILE)" },
+	{ "isolation_nproc", HS_CONF_INT, "isolated mode: process limit (RLIMIT_NPROC, per user)" },
 	{ "shell", HS_CONF_STRING, "the session shell (default: bash when present, else sh)" },
 	{ NULL, 0, NULL },
 };
+
+/*
+ * hs-isolate is installed next to hs-runner; in the build tree, where
+ * hs-runner is runner/hs-runner, it is plugins/local/hs-isolate.
+ */
+static void
+lo_find_isolate(struct lo_state *st)
+{
+	const char *runner = st->host->runner_path;
+	char cand[PATH_MAX];
+	st->isolate[0] = 0;
+	if (!runner || runner[0] != '/')
+		return;
+	if (strcmp(runner, HS_BUILDDIR "/runner/hs-runner") == 0)
+		snprintf(cand, sizeof(cand), "%s/plugins/local/hs-isolate", HS_BUILDDIR);
+	else {
+		const char *slash = strrchr(runner, '/');
+		snprintf(cand, sizeof(cand), "%.*s/hs-isolate", (int)(slash - runner), runner);
+	}
+	if (access(cand, X_OK) == 0)
+		snprintf(st->isolate, sizeof(st->isolate), "%s", cand);
+}
 
 static int32_t
 lo_init(const struct hs_host_v1 *host, void **state, char *err)
@@ -48,6 +84,7 @@ lo_init(const struct hs_host_v1 *host, void **state, char *err)
 		return HS_E_NOMEM;
 	}
 	st->host = host;
+	lo_find_isolate(st);
 	*state = st;
 	return HS_OK;
 }
@@ -68,12 +105,85 @@ lo_shell(struct lo_state *st)
 	return access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
 }
 
+/* 1: namespaces asked for by config, 0: none, -1: an unknown value. */
 static int
-isolation_requested(struct lo_state *st)
+isolation_configured(struct lo_state *st, const char **val)
 {
 	const char *iso = NULL;
-	return st->host->config_string(st->host->ctx, "isolation", &iso) == HS_OK && iso &&
-	       strcmp(iso, "none") != 0;
+	if (st->host->config_string(st->host->ctx, "isolation", &iso) != HS_OK || !iso ||
+	    strcmp(iso, "none") == 0)
+		return 0;
+	*val = iso;
+	return strcmp(iso, "namespaces") == 0 ? 1 : -1;
+}
+
+/*
+ * Runs hs-isolate with argv and waits; its one-line complaint (without the
+ * "hs-isolate: " prefix) lands in msg.  Returns its exit status, or -1.
+ */
+static int
+lo_helper(const char *const *argv, char *msg, size_t len)
+{
+	posix_spawn_file_actions_t fa;
+	int p[2], status = 0;
+	pid_t pid;
+	size_t got = 0;
+	const char *envv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+
+	msg[0] = 0;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(msg, len, "cannot create a pipe: %s", strerror(errno));
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)envv);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (e != 0) {
+		close(p[0]);
+		snprintf(msg, len, "cannot start '%s': %s", argv[0], strerror(e));
+		return -1;
+	}
+	for (;;) {
+		ssize_t n = read(p[0], msg + got, len - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == len - 1)
+			break;
+	}
+	close(p[0]);
+	msg[got] = 0;
+	while (got && msg[got - 1] == '\n')
+		msg[--got] = 0;
+	if (strncmp(msg, "hs-isolate: ", 12) == 0)
+		memmove(msg, msg + 12, strlen(msg + 12) + 1);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Can this machine isolate?  0 yes; -1 no, why in msg (with the fix). */
+static int
+lo_isolation_check(struct lo_state *st, char *msg, size_t len)
+{
+	if (!st->isolate[0]) {
+		snprintf(msg, len, "hs-isolate is not installed next to '%s'; reinstall hs",
+		         st->host->runner_path ? st->host->runner_path : "hs-runner");
+		return -1;
+	}
+	const char *argv[] = { st->isolate, "--probe", "--dir", st->host->runtime_dir, NULL };
+	if (lo_helper(argv, msg, len) != 0) {
+		if (!msg[0])
+			snprintf(msg, len, "'%s --probe' failed", st->isolate);
+		return -1;
+	}
+	return 0;
 }
 
 static int32_t
@@ -81,20 +191,33 @@ lo_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 {
 	struct lo_state *st = state;
 	const char *runner = st->host->runner_path;
+	const char *val = NULL;
+	char why[400];
 
+	(void)flags;
+	(void)err;
 	r->runner = runner && access(runner, X_OK) == 0;
 	r->ready = r->runner;
 	if (!r->ready)
 		snprintf(r->reason, sizeof(r->reason),
 		         "hs-runner not found or not executable (set runner_path or HS_RUNNER)");
-	if (r->ready && isolation_requested(st)) {
+	int conf = isolation_configured(st, &val);
+	int avail = lo_isolation_check(st, why, sizeof(why)) == 0;
+	if (r->ready && conf < 0) {
 		r->ready = 0;
 		snprintf(r->reason, sizeof(r->reason),
-		         "local.isolation is set but namespace isolation is not in this build; "
-		         "hs never runs unisolated when isolation was asked for");
+		         "local.isolation is '%s'; use \"none\" or \"namespaces\"", val);
+	} else if (r->ready && conf > 0 && !avail) {
+		r->ready = 0;
+		snprintf(r->reason, sizeof(r->reason),
+		         "local.isolation is \"namespaces\" but isolation is unavailable: %s; hs never "
+		         "runs unisolated when isolation was asked for", why);
 	}
-	snprintf(r->detail, sizeof(r->detail), "isolation=none\nshell=%s\nrunner=%s", lo_shell(st),
-	         runner ? runner : "");
+	snprintf(r->detail, sizeof(r->detail),
+	         "isolation=%s\nisolation_available=%s\n%s%s%sshell=%s\nrunner=%s\nisolate=%s",
+	         conf > 0 ? "namespaces" : "none", avail ? "yes" : "no",
+	         avail ? "" : "isolation_reason=", avail ? "" : why, avail ? "" : "\n", lo_shell(st),
+	         runner ? runner : "", st->isolate);
 	return HS_OK;
 }
 
@@ -116,6 +239,195 @@ lo_private_dir(const char *dir, char *err)
 	return HS_OK;
 }
 
+/* Is dir "/" or the home directory, or above it? */
+static int
+exposes_home(const char *dir)
+{
+	const char *home = getenv("HOME");
+	size_t n = strlen(dir);
+	if (strcmp(dir, "/") == 0)
+		return 1;
+	return home && strncmp(dir, home, n) == 0 && (home[n] == 0 || home[n] == '/');
+}
+
+/*
+ * Checks what an isolated environment can honour and fixes its workspace:
+ * -C DIR or the configured workspace (spec->workdir), else the current
+ * directory, never / or the home directory itself.
+ */
+static int32_t
+lo_isolated_open(struct lo_env *env, const struct hs_env_spec *spec, char *err)
+{
+	char cwd[PATH_MAX];
+	const char *ws = spec->workdir && *spec->workdir ? spec->workdir : NULL;
+
+	if (spec->cpus_milli > 0) {
+		snprintf(err, HS_ERR_MAX, "the local backend's isolated mode cannot limit CPUs (that "
+		         "needs cgroups); drop --cpus or use -b docker");
+		return HS_E_INVALID;
+	}
+	if (spec->network && *spec->network && strcmp(spec->network, "none") != 0 &&
+	    strcmp(spec->network, "host") != 0) {
+		snprintf(err, HS_ERR_MAX, "the local backend's isolated mode has no network '%s'; use "
+		         "\"none\" (loopback only, the default) or \"host\"", spec->network);
+		return HS_E_INVALID;
+	}
+	env->share_net = spec->network && strcmp(spec->network, "host") == 0;
+	env->memory = spec->memory_bytes;
+	if (!ws) {
+		if (!getcwd(cwd, sizeof(cwd))) {
+			snprintf(err, HS_ERR_MAX, "cannot get the current directory: %s", strerror(errno));
+			return HS_E_IO;
+		}
+		ws = cwd;
+	}
+	if (!realpath(ws, env->workspace)) {
+		snprintf(err, HS_ERR_MAX, "workspace '%s': %s", ws, strerror(errno));
+		return HS_E_INVALID;
+	}
+	struct stat sb;
+	if (stat(env->workspace, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+		snprintf(err, HS_ERR_MAX, "workspace '%s' is not a directory", env->workspace);
+		return HS_E_INVALID;
+	}
+	if (exposes_home(env->workspace)) {
+		snprintf(err, HS_ERR_MAX, "isolated mode would bind '%s' (the root or your home) as the "
+		         "workspace; pass -C DIR or set workspace to a project directory",
+		         env->workspace);
+		return HS_E_INVALID;
+	}
+	env->isolated = 1;
+	return HS_OK;
+}
+
+/*
+ * Makes sure the sandbox of env runs with its daemon listening: hs-isolate
+ * starts it, or finds it running.  Its reason on failure is passed on.
+ */
+static int32_t
+lo_isolate_start(struct lo_env *env, char *err)
+{
+	struct lo_state *st = env->st;
+	const char *argv[64];
+	char idle[32], mem[32], nofile[32], nproc[32], msg[HS_ERR_MAX];
+	char hide[3][PATH_MAX];
+	int n = 0;
+	const char *const *list;
+	uint32_t nl = 0;
+	int64_t v;
+
+	if (!st->isolate[0]) {
+		snprintf(err, HS_ERR_MAX, "isolation was asked for, but hs-isolate is not installed "
+		         "next to '%s'; reinstall hs (refusing to run unisolated)", st->host->runner_path);
+		return HS_E_UNAVAILABLE;
+	}
+	snprintf(idle, sizeof(idle), "%lld", (long long)env->idle);
+	argv[n++] = st->isolate;
+	argv[n++] = "--start";
+	argv[n++] = "--dir";
+	argv[n++] = env->dir;
+	argv[n++] = "--runner";
+	argv[n++] = st->host->runner_path;
+	argv[n++] = "--workspace";
+	argv[n++] = env->workspace;
+	argv[n++] = "--idle";
+	argv[n++] = idle;
+	const char *home = getenv("HOME");
+	if (home && home[0] == '/') {
+		argv[n++] = "--home";
+		argv[n++] = home;
+	}
+	/* hs's own config, state and cache, wherever XDG puts them. */
+	const char *xdg[3] = { "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME" };
+	for (int i = 0; i < 3; i++) {
+		const char *x = getenv(xdg[i]);
+		if (x && x[0] == '/') {
+			snprintf(hide[i], sizeof(hide[i]), "%s/hs", x);
+			argv[n++] = "--hide";
+			argv[n++] = hide[i];
+		}
+	}
+	if (env->memory > 0) {
+		snprintf(mem, sizeof(mem), "%lld", (long long)env->memory);
+		argv[n++] = "--memory";
+		argv[n++] = mem;
+	}
+	if (st->host->config_int(st->host->ctx, "isolation_nofile", &v) == HS_OK && v > 0) {
+		snprintf(nofile, sizeof(nofile), "%lld", (long long)v);
+		argv[n++] = "--nofile";
+		argv[n++] = nofile;
+	}
+	if (st->host->config_int(st->host->ctx, "isolation_nproc", &v) == HS_OK && v > 0) {
+		snprintf(nproc, sizeof(nproc), "%lld", (long long)v);
+		argv[n++] = "--nproc";
+		argv[n++] = nproc;
+	}
+	if (env->share_net)
+		argv[n++] = "--share-net";
+	const char *keys[2] = { "isolation_bind_ro", "isolation_bind_rw" };
+	for (int k = 0; k < 2; k++) {
+		if (st->host->config_strings(st->host->ctx, keys[k], &list, &nl) != HS_OK)
+			continue;
+		for (uint32_t i = 0; i < nl && n < 60; i++) {
+			argv[n++] = k ? "--rw" : "--ro";
+			argv[n++] = list[i];
+		}
+	}
+	argv[n] = NULL;
+	int rc = lo_helper(argv, msg, sizeof(msg));
+	if (rc != 0) {
+		snprintf(err, HS_ERR_MAX, "isolation is unavailable: %.400s; refusing to run unisolated",
+		         msg[0] ? msg : "hs-isolate failed");
+		return HS_E_UNAVAILABLE;
+	}
+	return HS_OK;
+}
+
+/*
+ * The record that an environment was started isolated, and around which
+ * workspace: in the backend's state directory, never in the runtime
+ * directory, which the sandbox can write (a record there could name "/etc"
+ * as the next workspace).
+ */
+static void
+lo_sticky_path(struct lo_env *env, char *path, size_t len)
+{
+	const char *name = strrchr(env->dir, '/');
+	snprintf(path, len, "%s/%s.isolated", env->st->host->state_dir, name ? name + 1 : env->dir);
+}
+
+/* Was the environment started isolated?  1 and its workspace, else 0. */
+static int
+lo_sticky_read(struct lo_env *env, char *ws, size_t len)
+{
+	char path[PATH_MAX];
+	lo_sticky_path(env, path, sizeof(path));
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, ws, len - 1);
+	close(fd);
+	ws[n > 0 ? n : 0] = 0;
+	return 1;
+}
+
+static int32_t
+lo_sticky_write(struct lo_env *env, char *err)
+{
+	char path[PATH_MAX];
+	lo_sticky_path(env, path, sizeof(path));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	size_t n = strlen(env->workspace);
+	if (fd < 0 || write(fd, env->workspace, n) != (ssize_t)n) {
+		snprintf(err, HS_ERR_MAX, "cannot write '%s': %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return HS_E_IO;
+	}
+	close(fd);
+	return HS_OK;
+}
+
 static int32_t
 lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_props *props,
         char *err)
@@ -124,11 +436,13 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	struct lo_env *env;
 	int32_t rc;
 
-	if ((spec->flags & HS_SPEC_ISOLATE) || isolation_requested(st)) {
-		snprintf(err, HS_ERR_MAX, "isolation was asked for, but namespace isolation is not in "
-		         "this build of the local backend; refusing to run unisolated");
-		return HS_E_UNSUPPORTED;
+	const char *val = NULL;
+	int conf = isolation_configured(st, &val);
+	if (conf < 0) {
+		snprintf(err, HS_ERR_MAX, "local.isolation is '%s'; use \"none\" or \"namespaces\"", val);
+		return HS_E_CONFIG;
 	}
+	int isolated = conf > 0 || (spec->flags & HS_SPEC_ISOLATE);
 	if (spec->image && *spec->image) {
 		snprintf(err, HS_ERR_MAX, "the local backend has no images (asked for '%s'); use -b docker",
 		         spec->image);
@@ -162,6 +476,32 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	if (rc != HS_OK) {
 		free(env);
 		return rc;
+	}
+	/* Isolation sticks to a session: one that started isolated stays so. */
+	char sticky[PATH_MAX];
+	int had = lo_sticky_read(env, sticky, sizeof(sticky));
+	if (isolated || had) {
+		struct hs_env_spec sp = *spec;
+		if (had && !(spec->workdir && *spec->workdir))
+			sp.workdir = sticky;
+		rc = lo_isolated_open(env, &sp, err);
+		if (rc == HS_OK)
+			rc = lo_isolate_start(env, err);
+		if (rc == HS_OK && !had)
+			rc = lo_sticky_write(env, err);
+		if (rc != HS_OK) {
+			free(env);
+			return rc;
+		}
+		props->host_access = 0;
+		snprintf(props->isolation, sizeof(props->isolation), "namespaces");
+		props->runner = 1;
+		snprintf(props->shell, sizeof(props->shell), "%s", lo_shell(st));
+		snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", env->dir);
+		snprintf(props->note, sizeof(props->note), "isolated with namespaces; workspace %s",
+		         env->workspace);
+		*envp = env;
+		return HS_OK;
 	}
 	props->host_access = 1;
 	snprintf(props->host_reason, sizeof(props->host_reason),
@@ -205,6 +545,12 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 		snprintf(err, HS_ERR_MAX, "too many runner streams for '%s'", env->dir);
 		return HS_E_BUSY;
 	}
+	if (env->isolated) {
+		/* The daemon may have gone idle: start the sandbox again, never a plain one. */
+		int32_t rc = lo_isolate_start(env, err);
+		if (rc != HS_OK)
+			return rc;
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		snprintf(err, HS_ERR_MAX, "cannot create a socket pair: %s", strerror(errno));
 		return HS_E_IO;
@@ -212,12 +558,15 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 	snprintf(idle, sizeof(idle), "%lld", (long long)env->idle);
 	const char *argv[] = { env->st->host->runner_path, "--attach", "--start", "--dir", env->dir,
 	                       "--idle", idle, NULL };
+	/* Isolated: attach only, since a daemon started here would run on the host. */
+	const char *argv_iso[] = { env->st->host->runner_path, "--attach", "--dir", env->dir, NULL };
+	const char *const *av = env->isolated ? argv_iso : argv;
 	/* The daemon's own environment is minimal: commands get theirs per exec. */
 	const char *envv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-	int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)envv);
+	int e = posix_spawn(&pid, av[0], &fa, NULL, (char *const *)av, (char *const *)envv);
 	posix_spawn_file_actions_destroy(&fa);
 	close(sv[1]);
 	if (e != 0) {
@@ -238,6 +587,31 @@ static int
 lo_rm(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
 	return remove(path);
+}
+
+/*
+ * Waits (up to 5 s) until the sandbox's init is gone: it holds its lock
+ * until it has killed and reaped everything left in the PID namespace.
+ */
+static void
+lo_wait_sandbox(struct lo_env *env)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", env->dir, ISO_ALIVE_FILE);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	/* Short steps first: the sandbox is usually gone within a millisecond or two. */
+	for (int waited = 0, step = 1; waited < 5000; waited += step, step = step < 10 ? step + 1 : 10) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			close(fd);
+			return;
+		}
+		poll(NULL, 0, step);
+	}
+	close(fd);
+	env->st->host->log(env->st->host->ctx, HS_LOG_WARN,
+	                   "the sandbox of '%s' is still running 5 s after its runner stopped", env->dir);
 }
 
 static void
@@ -263,6 +637,12 @@ lo_stop(struct lo_env *env)
 		          env->dir, WIFEXITED(status) ? "exit" : "signal",
 		          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		return;
+	}
+	if (env->isolated) {
+		char path[PATH_MAX];
+		lo_wait_sandbox(env);
+		lo_sticky_path(env, path, sizeof(path));
+		unlink(path);
 	}
 	/*
 	 * The directory is the environment's, private (0700, ours): tearing the

@@ -65,6 +65,7 @@ static void test_hello(void **state)
 
 	assert_int_equal(hsr_client_version(f->c), 1);
 	assert_string_equal(hsr_client_peer_version(f->c), HSR_VERSION);
+	assert_int_equal(strlen(hsr_client_instance(f->c)), 16); /* the daemon's instance */
 	assert_int_equal(hsr_client_ping(f->c, 0xfeedULL), 0);
 	assert_true(next_event(f->c, HSR_EV_PONG).token == 0xfeedULL);
 

@@ -1,0 +1,37 @@
+# tests/fuzz: libFuzzer targets of the core (serve reader, mount parser),
+# their seed corpora, the smoke test that runs them under `make check`, and
+# `make fuzz`, which builds every target in FUZZ_TARGETS with clang and runs
+# each for FUZZ_TIME seconds (not part of CI).
+check_PROGRAMS += tests/fuzz/test-fuzz-smoke
+TESTS += tests/fuzz/test-fuzz-smoke
+tests_fuzz_test_fuzz_smoke_SOURCES = tests/fuzz/test-fuzz-smoke.c tests/fuzz/fuzz-serve.c \
+	tests/fuzz/fuzz-mounts.c core/serve-req.c core/serve-req.h core/json.c core/json.h
+tests_fuzz_test_fuzz_smoke_CPPFLAGS = $(AM_CPPFLAGS) -DHS_FUZZ_SMOKE
+tests_fuzz_test_fuzz_smoke_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(YAJL_CFLAGS)
+tests_fuzz_test_fuzz_smoke_LDADD = $(HS_SAFETY_LIBS) $(YAJL_LIBS) $(CMOCKA_LIBS)
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
+
+FUZZ_CC = clang
+FUZZ_TIME = 60
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(AM_CPPFLAGS) $(CPPFLAGS)
+FUZZ_RUN = FUZZ_TIME=$(FUZZ_TIME) FUZZ_WORK=$(abs_top_builddir)/fuzz-work $(SHELL) $(top_srcdir)/tests/fuzz/run.sh
+
+FUZZ_TARGETS += fuzz-serve fuzz-mounts fuzz-analyse fuzz-runner
+fuzz-serve: tests/fuzz/fuzz-serve.c core/serve-req.c core/json.c
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(YAJL_CFLAGS) -o tests/fuzz/fuzz-serve \
+		$(addprefix $(top_srcdir)/,$^) $(YAJL_LIBS)
+	$(FUZZ_RUN) serve tests/fuzz/fuzz-serve $(top_srcdir)/tests/fuzz/corpus/serve
+fuzz-mounts: tests/fuzz/fuzz-mounts.c core/safety/mounts.c
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o tests/fuzz/fuzz-mounts $(addprefix $(top_srcdir)/,$^)
+	$(FUZZ_RUN) mounts tests/fuzz/fuzz-mounts $(top_srcdir)/tests/fuzz/corpus/mounts
+
+fuzz: $(FUZZ_TARGETS)
+CLEANFILES += tests/fuzz/fuzz-serve tests/fuzz/fuzz-mounts
+.PHONY: fuzz fuzz-serve fuzz-mounts
+
+clean-local: clean-local-fuzz
+clean-local-fuzz:
+	rm -rf fuzz-work
+.PHONY: clean-local-fuzz
