@@ -92,6 +92,7 @@ struct sx_env {
 	LIBSSH2_SESSION *s;
 	LIBSSH2_SFTP *sftp;
 	struct sx_stream streams[SX_MAX_STREAMS];
+	uint64_t moved; /* bytes-moved events, for the pump loop */
 	/* cancel() of exec */
 	pthread_mutex_t cmu;
 	uint64_t cur_exec, early_cancel_id;
@@ -1206,6 +1207,7 @@ sx_pump_one(struct sx_env *env, struct sx_stream *sm)
 			break;
 		r = libssh2_channel_read(sm->ch, sm->out, sizeof(sm->out));
 		if (r > 0) {
+			env->moved++;
 			sm->outlen = (size_t)r;
 			sm->outoff = 0;
 			continue;
@@ -1229,6 +1231,7 @@ sx_pump_one(struct sx_env *env, struct sx_stream *sm)
 		r = libssh2_channel_read_stderr(sm->ch, sm->errfd >= 0 ? sm->eout : eb,
 		                                sm->errfd >= 0 ? sizeof(sm->eout) : sizeof(eb));
 		if (r > 0) {
+			env->moved++;
 			if (sm->errfd >= 0) {
 				sm->eoutlen = (size_t)r;
 				sm->eoutoff = 0;
@@ -1262,6 +1265,7 @@ sx_pump_one(struct sx_env *env, struct sx_stream *sm)
 				sm->closing = 1;
 				break;
 			}
+			env->moved++;
 			sm->inoff += (size_t)r;
 			if (sm->inoff == sm->inlen)
 				sm->inoff = sm->inlen = 0;
@@ -1271,6 +1275,7 @@ sx_pump_one(struct sx_env *env, struct sx_stream *sm)
 			break;
 		r = recv(sm->fd, sm->in, sizeof(sm->in), MSG_DONTWAIT);
 		if (r > 0) {
+			env->moved++;
 			sm->inlen = (size_t)r;
 			continue;
 		}
@@ -1372,10 +1377,12 @@ sx_thread(void *arg)
 				if (sm->eoutlen && sm->errfd >= 0)
 					pf[np++] = (struct pollfd){ sm->errfd, POLLOUT, 0 };
 			}
-			if (nstreams)
+			if (nstreams) {
+				timeout = 20; /* a safety net for data libssh2 buffered unseen */
 				pf[np++] = (struct pollfd){ env->sock,
 				                            (short)(POLLIN | ((dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
 				                                              ? POLLOUT : 0)), 0 };
+			}
 			if (env->keepalive_s > 0) {
 				int next = 0;
 				if (libssh2_keepalive_send(env->s, &next) != 0 && sx_transport_err(env->s)) {
@@ -1418,9 +1425,14 @@ sx_thread(void *arg)
 		}
 		if (quit)
 			break;
-		/* twice: a read for one channel may queue packets for an earlier one */
-		sx_pump(env);
-		sx_pump(env);
+		/* Again while anything moved: a read for one channel may leave packets
+		 * for another one in libssh2's buffer, where poll cannot see them. */
+		for (int k = 0; k < 32; k++) {
+			uint64_t before = env->moved;
+			sx_pump(env);
+			if (env->moved == before && k > 0)
+				break;
+		}
 	}
 	return NULL;
 }
