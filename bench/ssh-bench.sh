@@ -54,6 +54,10 @@ ssh "${O[@]}" -o ControlPath="$t/cm" "$U@127.0.0.1" true
 a=$(now); for _ in $(seq "$N_MUX"); do ssh "${O[@]}" -o ControlPath="$t/cm" "$U@127.0.0.1" true; done; b=$(now)
 mux_ms=$(ms "$a" "$b" "$N_MUX")
 
+if [ -n "${HS_BENCH_TSV:-}" ]; then
+	printf 'ssh (hs serve)\t%s\tssh host true\t%s\n' "$hs_ms" "$ssh_ms" >>"$HS_BENCH_TSV"
+	printf 'ssh (hs serve)\t%s\tssh, ControlMaster\t%s\n' "$hs_ms" "$mux_ms" >>"$HS_BENCH_TSV"
+fi
 python3 - "$hs_ms" "$ssh_ms" "$mux_ms" "$N_HS" "$N_SSH" "$N_MUX" "$local_ms" <<'PY'
 import sys
 h, s, m = map(float, sys.argv[1:4]); l = float(sys.argv[7])

@@ -14,7 +14,7 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner \
 	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \
-	tests/docker/test-demux tests/singularity/test-sifcache
+	tests/docker/test-demux tests/singularity/test-sifcache tests/ssh/test-unit
 VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect \
 	--errors-for-leak-kinds=definite,indirect --error-exitcode=99
 check-valgrind: $(VALGRIND_TESTS) runner/hs-runner$(EXEEXT)
