@@ -693,23 +693,15 @@ do_open(struct sess *ss, struct req *r)
 static void
 do_close(struct sess *ss, struct req *r, int keep)
 {
-	if (ss->opened)
-		hs_session_end(&ss->cn, ss->lockfd, 0);
-	if (ss->opened && !keep) {
-		/* Not persistent: tear the environment down and forget the record. */
-		char e[256];
-		struct hs_backend *be = hs_core_backend(ss->srv->c, ss->rec.backend, e, sizeof(e));
-		if (be) {
-			struct hs_env_spec spec = { .struct_size = sizeof(spec), .session = ss->name,
-			                            .env_name = ss->rec.env_name };
-			struct hs_env_props props;
-			void *env = NULL;
-			char pe[HS_ERR_MAX] = "";
-			memset(&props, 0, sizeof(props));
-			if (be->plugin.desc.open(be->state, &spec, &env, &props, pe) == HS_OK)
-				be->plugin.desc.close(env, 0, pe);
-		}
-		hs_record_remove(ss->srv->c, ss->name);
+	if (ss->opened) {
+		/* Not persistent: tear the environment down through the open handle
+		 * and forget the record, both under the session's lock. */
+		hs_conn_close(&ss->cn, keep);
+		if (!keep)
+			hs_record_remove(ss->srv->c, ss->name);
+		if (ss->lockfd >= 0)
+			close(ss->lockfd);
+		ss->lockfd = -1;
 	}
 	ss->opened = 0;
 	if (r) {

@@ -98,7 +98,8 @@ hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_dirs, siz
 	}
 	for (size_t i = 0; i < n_conf; i++)
 		n = add_dir(dirs, n, max, conf_dirs[i]);
-	n = add_dir(dirs, n, max, HS_PLUGINDIR);
+	/* An hs run from its build tree loads the plugins built with it, before
+	 * any installed copy (which may be older). */
 	if (p->in_build_tree) {
 		static const char *const tree[] = { "docker", "ssh", "singularity", "slurm", "modal",
 		                                    "daytona" };
@@ -109,6 +110,7 @@ hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_dirs, siz
 				n = add_dir(dirs, n, max, d);
 		}
 	}
+	n = add_dir(dirs, n, max, HS_PLUGINDIR);
 	return n;
 }
 
