@@ -5,7 +5,8 @@
 check_PROGRAMS += tests/fuzz/test-fuzz-smoke
 TESTS += tests/fuzz/test-fuzz-smoke
 tests_fuzz_test_fuzz_smoke_SOURCES = tests/fuzz/test-fuzz-smoke.c tests/fuzz/fuzz-serve.c \
-	tests/fuzz/fuzz-mounts.c core/serve-req.c core/serve-req.h core/json.c core/json.h
+	tests/fuzz/fuzz-mounts.c core/serve-req.c core/serve-req.h core/json.c core/json.h \
+	plugins/modal/fuzz-pb.c plugins/modal/pb.c plugins/modal/pb.h
 tests_fuzz_test_fuzz_smoke_CPPFLAGS = $(AM_CPPFLAGS) -DHS_FUZZ_SMOKE
 tests_fuzz_test_fuzz_smoke_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(YAJL_CFLAGS)
 tests_fuzz_test_fuzz_smoke_LDADD = $(HS_SAFETY_LIBS) $(YAJL_LIBS) $(CMOCKA_LIBS)
@@ -16,7 +17,7 @@ FUZZ_TIME = 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(AM_CPPFLAGS) $(CPPFLAGS)
 FUZZ_RUN = FUZZ_TIME=$(FUZZ_TIME) FUZZ_WORK=$(abs_top_builddir)/fuzz-work $(SHELL) $(top_srcdir)/tests/fuzz/run.sh
 
-FUZZ_TARGETS += fuzz-serve fuzz-mounts fuzz-analyse fuzz-runner
+FUZZ_TARGETS += fuzz-serve fuzz-mounts fuzz-analyse fuzz-runner fuzz-modal-pb
 fuzz-serve: tests/fuzz/fuzz-serve.c core/serve-req.c core/json.c
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(YAJL_CFLAGS) -o tests/fuzz/fuzz-serve \
@@ -27,9 +28,14 @@ fuzz-mounts: tests/fuzz/fuzz-mounts.c core/safety/mounts.c
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o tests/fuzz/fuzz-mounts $(addprefix $(top_srcdir)/,$^)
 	$(FUZZ_RUN) mounts tests/fuzz/fuzz-mounts $(top_srcdir)/tests/fuzz/corpus/mounts
 
+fuzz-modal-pb: plugins/modal/fuzz-pb.c plugins/modal/pb.c
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o tests/fuzz/fuzz-modal-pb $(addprefix $(top_srcdir)/,$^)
+	$(FUZZ_RUN) modal-pb tests/fuzz/fuzz-modal-pb $(top_srcdir)/tests/fuzz/corpus/pb
+
 fuzz: $(FUZZ_TARGETS)
-CLEANFILES += tests/fuzz/fuzz-serve tests/fuzz/fuzz-mounts
-.PHONY: fuzz fuzz-serve fuzz-mounts
+CLEANFILES += tests/fuzz/fuzz-serve tests/fuzz/fuzz-mounts tests/fuzz/fuzz-modal-pb
+.PHONY: fuzz fuzz-serve fuzz-mounts fuzz-modal-pb
 
 clean-local: clean-local-fuzz
 clean-local-fuzz:

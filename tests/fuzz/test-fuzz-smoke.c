@@ -1,6 +1,6 @@
 /*
  * test-fuzz-smoke - the libFuzzer entry points of the serve reader and the
- * mount-spec parser run over their seed corpora and over mutations of every
+ * mount-spec parser and the Modal protobuf decoder run over their seed corpora and over mutations of every
  * seed (truncations, single-byte flips), so `make check` exercises them
  * under the sanitizer job even where clang's libFuzzer is not used.
  */
@@ -19,6 +19,7 @@
 
 int hs_fuzz_serve(const uint8_t *data, size_t size);
 int hs_fuzz_mounts(const uint8_t *data, size_t size);
+int hs_fuzz_pb(const uint8_t *data, size_t size);
 
 static size_t
 run_corpus(const char *name, int (*fn)(const uint8_t *, size_t))
@@ -73,12 +74,20 @@ test_mounts_corpus(void **state)
 	printf("mount parser: %zu inputs\n", run_corpus("mounts", hs_fuzz_mounts));
 }
 
+static void
+test_pb_corpus(void **state)
+{
+	(void)state;
+	printf("protobuf decoder: %zu inputs\n", run_corpus("pb", hs_fuzz_pb));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_serve_corpus),
 		cmocka_unit_test(test_mounts_corpus),
+		cmocka_unit_test(test_pb_corpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
