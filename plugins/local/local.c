@@ -23,6 +23,7 @@
 
 #include <hs/backend.h>
 
+#include "plugins/common/attach.h"
 #include "plugins/local/isolate.h"
 
 #define LO_MAX_ATTACH 16
@@ -514,33 +515,14 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	return HS_OK;
 }
 
-static void
-lo_reap(struct lo_env *env, int block)
-{
-	for (int i = 0; i < LO_MAX_ATTACH; i++) {
-		if (env->attach[i] <= 0)
-			continue;
-		pid_t r;
-		while ((r = waitpid(env->attach[i], NULL, block ? 0 : WNOHANG)) < 0 && errno == EINTR)
-			;
-		if (r == env->attach[i] || (r < 0 && errno == ECHILD))
-			env->attach[i] = 0;
-	}
-}
-
 static int32_t
 lo_runner_stream(void *envp, int32_t *fd, char *err)
 {
 	struct lo_env *env = envp;
-	posix_spawn_file_actions_t fa;
 	char idle[32];
-	int sv[2], slot = -1;
+	int slot = hs_attach_slot(env->attach, LO_MAX_ATTACH);
 	pid_t pid;
 
-	lo_reap(env, 0);
-	for (int i = 0; i < LO_MAX_ATTACH && slot < 0; i++)
-		if (env->attach[i] == 0)
-			slot = i;
 	if (slot < 0) {
 		snprintf(err, HS_ERR_MAX, "too many runner streams for '%s'", env->dir);
 		return HS_E_BUSY;
@@ -551,31 +533,17 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 		if (rc != HS_OK)
 			return rc;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		snprintf(err, HS_ERR_MAX, "cannot create a socket pair: %s", strerror(errno));
-		return HS_E_IO;
-	}
 	snprintf(idle, sizeof(idle), "%lld", (long long)env->idle);
 	const char *argv[] = { env->st->host->runner_path, "--attach", "--start", "--dir", env->dir,
 	                       "--idle", idle, NULL };
 	/* Isolated: attach only, since a daemon started here would run on the host. */
 	const char *argv_iso[] = { env->st->host->runner_path, "--attach", "--dir", env->dir, NULL };
-	const char *const *av = env->isolated ? argv_iso : argv;
 	/* The daemon's own environment is minimal: commands get theirs per exec. */
 	const char *envv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-	int e = posix_spawn(&pid, av[0], &fa, NULL, (char *const *)av, (char *const *)envv);
-	posix_spawn_file_actions_destroy(&fa);
-	close(sv[1]);
-	if (e != 0) {
-		close(sv[0]);
-		snprintf(err, HS_ERR_MAX, "cannot start '%s': %s", argv[0], strerror(e));
+	struct hs_attach_spawn sp = { .argv = env->isolated ? argv_iso : argv, .envp = envv };
+	if (hs_attach_start(&sp, &pid, fd, err) != 0)
 		return HS_E_IO;
-	}
 	env->attach[slot] = pid;
-	*fd = sv[0];
 	return HS_OK;
 }
 
@@ -661,7 +629,7 @@ lo_close(void *envp, uint32_t flags, char *err)
 	if (!env)
 		return HS_OK;
 	/* The core closed its streams first, so each attach process sees EOF and exits. */
-	lo_reap(env, 1);
+	hs_attach_reap(env->attach, LO_MAX_ATTACH, 5000);
 	if (!(flags & HS_CLOSE_KEEP))
 		lo_stop(env);
 	free(env);

@@ -1,6 +1,7 @@
 # plugins/singularity: the singularity backend (see man/hs-singularity.7).
 plugin_LTLIBRARIES += plugins/singularity/singularity.la
 plugins_singularity_singularity_la_SOURCES = plugins/singularity/singularity.c \
+	plugins/common/attach.c plugins/common/attach.h \
 	plugins/singularity/sifcache.c plugins/singularity/sifcache.h
 plugins_singularity_singularity_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(YAJL_CFLAGS)
 plugins_singularity_singularity_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'

@@ -28,6 +28,7 @@
 
 #include <hs/backend.h>
 
+#include "plugins/common/attach.h"
 #include "sifcache.h"
 
 extern char **environ;
@@ -962,35 +963,16 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 
 /* ---- Streams and teardown. ---- */
 
-static void
-sg_reap(struct sg_env *env, int block)
-{
-	for (int i = 0; i < SG_MAX_ATTACH; i++) {
-		if (env->attach[i] <= 0)
-			continue;
-		pid_t r;
-		while ((r = waitpid(env->attach[i], NULL, block ? 0 : WNOHANG)) < 0 && errno == EINTR)
-			;
-		if (r == env->attach[i] || (r < 0 && errno == ECHILD))
-			env->attach[i] = 0;
-	}
-}
-
 static int32_t
 sg_runner_stream(void *envp, int32_t *fd, char *err)
 {
 	struct sg_env *env = envp;
 	struct sg_state *st = env->st;
-	posix_spawn_file_actions_t fa;
 	struct sg_envv e;
 	char idle[32], inst[160];
-	int sv[2], slot = -1;
+	int slot = hs_attach_slot(env->attach, SG_MAX_ATTACH);
 	pid_t pid;
 
-	sg_reap(env, 0);
-	for (int i = 0; i < SG_MAX_ATTACH && slot < 0; i++)
-		if (env->attach[i] == 0)
-			slot = i;
 	if (slot < 0) {
 		snprintf(err, HS_ERR_MAX, "too many runner streams for instance '%s'", env->name);
 		return HS_E_BUSY;
@@ -998,11 +980,6 @@ sg_runner_stream(void *envp, int32_t *fd, char *err)
 	if (sg_env_build(st, 1, &e) < 0) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		return HS_E_NOMEM;
-	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		sg_envv_free(&e);
-		snprintf(err, HS_ERR_MAX, "cannot create a socket pair: %s", strerror(errno));
-		return HS_E_IO;
 	}
 	snprintf(idle, sizeof(idle), "%lld", (long long)env->idle);
 	snprintf(inst, sizeof(inst), "instance://%s", env->name);
@@ -1013,23 +990,14 @@ sg_runner_stream(void *envp, int32_t *fd, char *err)
 	 */
 	const char *argv[] = { st->exe, "exec", "--cleanenv", "--no-privs", inst, SG_IN_RUNNER,
 	                       "--attach", "--start", "--dir", SG_IN_RUNDIR, "--idle", idle, NULL };
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
 	/* Apptainer's own messages must not mix into the command's stderr. */
-	posix_spawn_file_actions_addopen(&fa, 2, env->logfile, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW,
-	                                 0600);
-	int rc = posix_spawn(&pid, st->exe, &fa, NULL, (char *const *)argv, e.v);
-	posix_spawn_file_actions_destroy(&fa);
+	struct hs_attach_spawn sp = { .argv = argv, .envp = (const char *const *)e.v,
+	                              .stderr_path = env->logfile };
+	int rc = hs_attach_start(&sp, &pid, fd, err);
 	sg_envv_free(&e);
-	close(sv[1]);
-	if (rc != 0) {
-		close(sv[0]);
-		snprintf(err, HS_ERR_MAX, "cannot start '%s exec': %s", st->exe, strerror(rc));
+	if (rc != 0)
 		return HS_E_IO;
-	}
 	env->attach[slot] = pid;
-	*fd = sv[0];
 	return HS_OK;
 }
 
@@ -1048,7 +1016,7 @@ sg_close(void *envp, uint32_t flags, char *err)
 	if (!env)
 		return HS_OK;
 	/* The core closed its streams first, so each attach process sees EOF and exits. */
-	sg_reap(env, 1);
+	hs_attach_reap(env->attach, SG_MAX_ATTACH, 5000);
 	/*
 	 * After a failed open, only an instance this open started is torn down:
 	 * a running session whose re-attach failed is left alone.

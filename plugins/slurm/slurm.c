@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plugins/common/attach.h"
 #include "plugins/slurm/slurm.h"
 #include "plugins/slurm/job.h"
 
@@ -437,35 +438,6 @@ ensure_job(struct sl_env *env, char *err)
 	return HS_OK;
 }
 
-static void
-reap(struct sl_env *env, int block_ms)
-{
-	const struct hs_host_v1 *h = env->st->host;
-	uint64_t end = h->now_ms(h->ctx) + (uint64_t)block_ms;
-	for (int i = 0; i < SL_MAX_STREAMS; i++) {
-		while (env->streams[i] > 0) {
-			int status;
-			pid_t r = waitpid(env->streams[i], &status, WNOHANG);
-			if (r == env->streams[i] || (r < 0 && errno == ECHILD)) {
-				env->streams[i] = 0;
-				break;
-			}
-			if (block_ms <= 0)
-				break;
-			if (h->now_ms(h->ctx) >= end) {
-				/* srun did not follow its stdin's end: end it (the step goes with it). */
-				kill(env->streams[i], SIGKILL);
-				while (waitpid(env->streams[i], &status, 0) < 0 && errno == EINTR)
-					;
-				env->streams[i] = 0;
-				break;
-			}
-			struct timespec ts = { 0, 20 * 1000 * 1000 };
-			nanosleep(&ts, NULL);
-		}
-	}
-}
-
 /*
  * The attach step waits (bounded) for the daemon's socket, since the job
  * script may still be starting it, then writes one byte, R, and becomes
@@ -561,11 +533,9 @@ step_ready(struct sl_env *env, int fd, char *err)
 static int32_t
 spawn_step(struct sl_env *env, const char *const *tail, int32_t *fd, pid_t *pidp, char *err)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
 	char jobarg[64];
 	const char *argv[24];
-	int a = 0, sv[2];
+	int a = 0;
 
 	snprintf(jobarg, sizeof(jobarg), "--jobid=%s", env->rec.job);
 	argv[a++] = env->st->prog[SL_SRUN];
@@ -579,32 +549,13 @@ spawn_step(struct sl_env *env, const char *const *tail, int32_t *fd, pid_t *pidp
 	for (int i = 0; tail[i] && a < 23; i++)
 		argv[a++] = tail[i];
 	argv[a] = NULL;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		snprintf(err, HS_ERR_MAX, "cannot create a socket pair: %s", strerror(errno));
-		return HS_E_IO;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-	/* srun's own messages go to a private log next to the record, not into hs's output. */
-	posix_spawn_file_actions_addopen(&fa, 2, env->logpath,
-	                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	posix_spawnattr_init(&at);
-	/* Its own process group: a Ctrl-C meant for hs is a cancel, not srun's. */
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&at, 0);
-	pid_t pid;
-	int e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, (char *const *)env->st->envv);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	close(sv[1]);
-	if (e != 0) {
-		close(sv[0]);
-		snprintf(err, HS_ERR_MAX, "cannot start '%s': %s", argv[0], strerror(e));
+	/* srun's own messages go to a private log next to the record, not into
+	 * hs's output; its own process group: a Ctrl-C meant for hs is a cancel,
+	 * not srun's. */
+	struct hs_attach_spawn sp = { .argv = argv, .envp = (const char *const *)env->st->envv,
+	                              .stderr_path = env->logpath, .new_pgroup = 1 };
+	if (hs_attach_start(&sp, pidp, fd, err) != 0)
 		return HS_E_UNAVAILABLE;
-	}
-	*fd = sv[0];
-	*pidp = pid;
 	return HS_OK;
 }
 
@@ -613,7 +564,7 @@ sl_runner_stream(void *envp, int32_t *fd, char *err)
 {
 	struct sl_env *env = envp;
 	int slot = -1;
-	reap(env, 0);
+	hs_attach_reap(env->streams, SL_MAX_STREAMS, 0);
 	for (int i = 0; i < SL_MAX_STREAMS && slot < 0; i++)
 		if (env->streams[i] == 0)
 			slot = i;
@@ -633,7 +584,7 @@ sl_runner_stream(void *envp, int32_t *fd, char *err)
 	if (rc != HS_OK) {
 		close(*fd);
 		*fd = -1;
-		reap(env, 5000);
+		hs_attach_reap(env->streams, SL_MAX_STREAMS, 5000);
 	}
 	return rc;
 }
@@ -661,7 +612,7 @@ sl_close(void *envp, uint32_t flags, char *err)
 	int32_t rc = HS_OK;
 	if (!env)
 		return HS_OK;
-	reap(env, 5000);
+	hs_attach_reap(env->streams, SL_MAX_STREAMS, 5000);
 	/* A one-off environment is never kept: nobody could re-attach to it. */
 	if (env->rec.job[0] && (!(flags & HS_CLOSE_KEEP) || !env->persistent)) {
 		struct sl_jobinfo ji;

@@ -1,0 +1,105 @@
+/*
+ * attach.c - runner stream processes of the local, singularity and slurm
+ * backends (see attach.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hs/backend.h>
+
+#include "plugins/common/attach.h"
+
+int
+hs_attach_start(const struct hs_attach_spawn *s, pid_t *pid, int32_t *fd, char *err)
+{
+	static const char *const noenv[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	int sv[2], e;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		e = errno;
+		snprintf(err, HS_ERR_MAX, "cannot create a socket pair: %s", strerror(e));
+		return e;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+	if (s->stderr_path)
+		posix_spawn_file_actions_addopen(&fa, 2, s->stderr_path,
+		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+	posix_spawnattr_init(&at);
+	if (s->new_pgroup) {
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+		posix_spawnattr_setpgroup(&at, 0);
+	}
+	e = posix_spawn(pid, s->argv[0], &fa, &at, (char *const *)s->argv,
+	                (char *const *)(s->envp ? s->envp : noenv));
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(sv[1]);
+	if (e != 0) {
+		close(sv[0]);
+		snprintf(err, HS_ERR_MAX, "cannot start '%s': %s", s->argv[0], strerror(e));
+		return e;
+	}
+	*fd = sv[0];
+	return 0;
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+hs_attach_reap(pid_t *pids, int n, int block_ms)
+{
+	int64_t end = mono_ms() + block_ms;
+	for (int i = 0; i < n; i++) {
+		while (pids[i] > 0) {
+			pid_t r = waitpid(pids[i], NULL, WNOHANG);
+			if (r == pids[i] || (r < 0 && errno != EINTR)) {
+				pids[i] = 0;
+				break;
+			}
+			if (r < 0)
+				continue; /* EINTR */
+			if (block_ms <= 0)
+				break;
+			if (mono_ms() >= end) {
+				/* It did not follow its stdin's end: end it. */
+				kill(pids[i], SIGKILL);
+				while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
+					;
+				pids[i] = 0;
+				break;
+			}
+			struct timespec ts = { 0, 20 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+int
+hs_attach_slot(pid_t *pids, int n)
+{
+	hs_attach_reap(pids, n, 0);
+	for (int i = 0; i < n; i++)
+		if (pids[i] == 0)
+			return i;
+	return -1;
+}
