@@ -27,7 +27,7 @@
 
 #define HS_WINDOW (1024u * 1024u)      /* lossless output window */
 #define HS_STATE_MAX (4u * 1024u * 1024u)
-#define HS_REATTACH_TRIES 3
+#define HS_REATTACH_TRIES 5
 
 static int64_t
 now_ms(void)
