@@ -151,7 +151,8 @@ reattach(struct hs_conn *cn, uint64_t credit, uint64_t id, const uint64_t *taken
 {
 	for (int i = 0; i < HS_REATTACH_TRIES; i++) {
 		if (i) {
-			struct timespec ts = { 0, (long)(100 * 1000 * 1000) << i };
+			long ms = 100L << i; /* 200, 400, 800, 1600 ms */
+			struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
 			nanosleep(&ts, NULL);
 		}
 		if (hs_conn_stream(cn, err, errlen) != HS_OK || hsr_client_attach_credit(cn->rc, credit) != 0)
