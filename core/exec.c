@@ -243,8 +243,16 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 		return;
 	}
 	struct hs_job *j = job_by_id(cn, ev->id);
-	if (!j)
+	if (!j) {
+		/* A command this process gave up on (its exec failed): confirm its
+		 * output and exit so the daemon forgets it instead of resending it
+		 * on every re-attach. */
+		if (ev->type == HSR_EV_OUTPUT || ev->type == HSR_EV_STATE)
+			hsr_client_ack(cn->rc, ev->id, ev->stream, ev->offset + ev->len);
+		else if (ev->type == HSR_EV_EXIT)
+			hsr_client_ack(cn->rc, ev->id, 0, 0);
 		return;
+	}
 	switch (ev->type) {
 	case HSR_EV_OUTPUT:
 		if (ev->stream < 1 || ev->stream > 2 || ev->offset + ev->len <= j->taken[ev->stream])
@@ -349,9 +357,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	uint64_t id, taken[4] = { 0 };
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
 	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
-	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0;
+	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0, sent_exec = 0;
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
-	char e[256];
+	char e[256] = "";
 
 	if (cn->exec_mode)
 		return hs_conn_exec_direct(cn, o, sink, out, err, errlen);
@@ -370,16 +378,13 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	exec_spec(cn, o, id, argv, &spec);
 	if (ensure_stream(cn, err, errlen) < 0)
 		goto out;
-	if (hsr_client_exec(cn->rc, &spec) < 0) {
-		if (reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0) {
-			snprintf(err, errlen, "cannot re-attach to the runner: %s", e);
-			goto out;
-		}
-		if (hsr_client_exec(cn->rc, &spec) < 0) {
-			snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
+	for (int tries = 0; hsr_client_exec(cn->rc, &spec) < 0; tries++) {
+		if (tries == HS_REATTACH_TRIES || reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "cannot send the command to the runner: %s", e[0] ? e : strerror(errno));
 			goto out;
 		}
 	}
+	sent_exec = 1;
 	while (!done) {
 		struct pollfd pf[3];
 		int np = 0, ti = -1, timeout = 1000;
@@ -455,11 +460,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				snprintf(err, errlen, "the runner lost the command when its stream broke");
 				goto out;
 			}
-			if (hsr_client_exec(cn->rc, &spec) < 0) {
-				snprintf(err, errlen, "cannot send the command to the runner: %s", strerror(errno));
-				goto out;
-			}
-			resent = 1;
+			/* A failed send means the new stream broke too: the next read
+			 * says so, and the next ATTACH list is checked again. */
+			if (hsr_client_exec(cn->rc, &spec) == 0)
+				resent = 1;
 		}
 		if (ev.id != id) {
 			route(cn, &ev); /* another command's: a background job's */
@@ -519,11 +523,11 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				/* The first EXEC was still queued on the broken stream and
 				 * arrived after all; take the command over on this stream. */
 				resent = 0;
-				if (hsr_client_attach_credit(cn->rc, lossless ? 0 : HSR_CREDIT_UNLIMITED) < 0 ||
-				    (lossless && hsr_client_credit(cn->rc, id, HS_WINDOW) < 0)) {
-					snprintf(err, errlen, "cannot take the command over: %s", strerror(errno));
-					goto out;
-				}
+				/* A failed send means the stream broke: the re-attach that
+				 * follows takes every command over anyway. */
+				if (hsr_client_attach_credit(cn->rc, lossless ? 0 : HSR_CREDIT_UNLIMITED) == 0 &&
+				    lossless)
+					hsr_client_credit(cn->rc, id, HS_WINDOW);
 				break;
 			}
 			snprintf(err, errlen, "the runner: %s", ev.message);
@@ -541,6 +545,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			hs_warn("the session's shell state was not saved: %s", e);
 	}
 out:
+	/* Given up on a command the runner has: it must not run on unseen. */
+	if (rc < 0 && sent_exec && !done && cn->rc)
+		hsr_client_cancel(cn->rc, id);
 	for (int i = 1; i <= 2; i++)
 		hs_redactor_free(red[i]);
 	free(state.data);
