@@ -31,13 +31,13 @@ TESTS += tests/docker/test-demux tests/docker/docker.test tests/docker/serve.tes
 EXTRA_DIST += tests/docker/docker.test tests/docker/serve.test tests/docker/exec.test \
 	tests/docker/lib.sh
 
-# libFuzzer target; not part of `make`:
-#   make fuzz-docker && plugins/docker/fuzz-demux -max_total_time=60
+# libFuzzer target (clang), built and run by `make fuzz` (tests/fuzz/local.mk).
 fuzz-docker: $(srcdir)/plugins/docker/fuzz-demux.c $(srcdir)/plugins/docker/demux.c
 	@$(MKDIR_P) plugins/docker
 	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-I$(top_builddir) -I$(top_srcdir) -o plugins/docker/fuzz-demux \
 		-include config.h $(srcdir)/plugins/docker/fuzz-demux.c $(srcdir)/plugins/docker/demux.c
+	$(FUZZ_RUN) docker-demux plugins/docker/fuzz-demux $(top_srcdir)/tests/fuzz/corpus/demux
 FUZZ_TARGETS += fuzz-docker
 CLEANFILES += plugins/docker/fuzz-demux
 
