@@ -143,6 +143,8 @@ leftover(const char *marker)
 int
 main(int argc, char **argv)
 {
+	/* Line by line, so the log shows how far a run got even if it is killed. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	char err[HS_ERR_MAX];
 	struct hs_env_props props;
 	struct hs_exec_result res;
