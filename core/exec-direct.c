@@ -47,7 +47,7 @@ struct direct {
 	uint64_t total[3];
 	/* watcher */
 	pthread_mutex_t lock;
-	int done, cancel_sent, sink_failed, deadline_fired;
+	int done, cancel_sent, cancel_taken, sink_failed, deadline_fired;
 	int wake[2];
 	/* capture mode (files): collect stdout and stderr instead of a sink */
 	char *buf[3];
@@ -55,15 +55,25 @@ struct direct {
 	int overflow;
 };
 
+/*
+ * Ask the backend to stop the command.  A backend that has not yet
+ * registered the exec (the cancel came first) answers HS_E_NOTFOUND; the
+ * watcher then asks again until the backend takes it or the exec returns.
+ */
 static void
 send_cancel(struct direct *d)
 {
 	pthread_mutex_lock(&d->lock);
-	int send = !d->cancel_sent && !d->done;
+	int send = !d->cancel_taken && !d->done;
 	d->cancel_sent = 1;
 	pthread_mutex_unlock(&d->lock);
-	if (send && d->cn->be->plugin.desc.cancel)
-		d->cn->be->plugin.desc.cancel(d->cn->env, d->id);
+	if (!send || !d->cn->be->plugin.desc.cancel)
+		return;
+	if (d->cn->be->plugin.desc.cancel(d->cn->env, d->id) != HS_E_NOTFOUND) {
+		pthread_mutex_lock(&d->lock);
+		d->cancel_taken = 1;
+		pthread_mutex_unlock(&d->lock);
+	}
 }
 
 static void *
@@ -76,14 +86,18 @@ watcher(void *arg)
 		pf[n++] = (struct pollfd){ d->wake[0], POLLIN, 0 };
 		if (d->sink && d->sink->cancel_fd >= 0)
 			pf[n++] = (struct pollfd){ d->sink->cancel_fd, POLLIN, 0 };
-		if (poll(pf, n, 500) < 0 && errno != EINTR)
+		pthread_mutex_lock(&d->lock);
+		int pending = d->cancel_sent && !d->cancel_taken;
+		pthread_mutex_unlock(&d->lock);
+		if (poll(pf, n, pending ? 20 : 500) < 0 && errno != EINTR)
 			break;
 		pthread_mutex_lock(&d->lock);
 		int done = d->done;
+		pending = d->cancel_sent && !d->cancel_taken;
 		pthread_mutex_unlock(&d->lock);
 		if (done)
 			break;
-		if (d->sink && d->sink->cancelled && d->sink->cancelled(d->sink->ctx))
+		if (pending || (d->sink && d->sink->cancelled && d->sink->cancelled(d->sink->ctx)))
 			send_cancel(d);
 		/* The backend must stop the command at its deadline; the core backs it up. */
 		if (d->deadline_ms > 0 && !d->deadline_fired &&

@@ -343,7 +343,11 @@ struct hs_backend_v1 {
 	int32_t (*runner_stream)(void *env, int32_t *fd, char *err);
 	/* Run one argv (backends without a runner). */
 	int32_t (*exec)(void *env, const struct hs_exec_req *req, struct hs_exec_result *res, char *err);
-	/* Thread-safe: stop a running exec. */
+	/*
+	 * Thread-safe: stop a running exec.  HS_E_NOTFOUND when exec_id is not
+	 * running (finished, or not yet registered by exec): a caller whose
+	 * exec has not returned asks again; the core does.
+	 */
 	int32_t (*cancel)(void *env, uint64_t exec_id);
 	/* Tear down (or keep with HS_CLOSE_KEEP); frees env either way.  Safe after a failed open. */
 	int32_t (*close)(void *env, uint32_t flags, char *err);
