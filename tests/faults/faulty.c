@@ -5,6 +5,9 @@
  *   -DFAULTY_HANG  "hang": an exec-mode backend whose exec ignores its
  *                  deadline and returns only when cancelled (or after
  *                  FAULTY_HANG_MAX_S seconds), as a broken plugin would.
+ *                  With FAULTY_HANG_LATE_MS set, exec registers the command
+ *                  only that long after it was called, and cancel answers
+ *                  HS_E_NOTFOUND until then (a cancel that comes too early).
  *   -DFAULTY_CUT   "cutter": runs the session's runner on this host like
  *                  the local backend, but the stream it hands the core is
  *                  cut after a random number of bytes (either direction),
@@ -120,6 +123,11 @@ f_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, ch
 	static const char msg[] = "hanging past the deadline\n";
 
 	req->sink.write(req->sink.ctx, 1, msg, sizeof(msg) - 1);
+	const char *late = getenv("FAULTY_HANG_LATE_MS");
+	if (late && atoi(late) > 0) {
+		struct timespec ts = { atoi(late) / 1000, (atoi(late) % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += FAULTY_HANG_MAX_S;
 	pthread_mutex_lock(&env->mu);
@@ -139,13 +147,15 @@ static int32_t
 f_cancel(void *envp, uint64_t exec_id)
 {
 	struct fenv *env = envp;
+	int32_t s = HS_E_NOTFOUND;
 	pthread_mutex_lock(&env->mu);
 	if (env->running == exec_id) {
 		env->cancelled = 1;
 		pthread_cond_broadcast(&env->cv);
+		s = HS_OK;
 	}
 	pthread_mutex_unlock(&env->mu);
-	return HS_OK;
+	return s;
 }
 #endif
 
