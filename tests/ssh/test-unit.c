@@ -1,10 +1,13 @@
 /*
  * test-unit.c - unit tests of the ssh backend against the fake host:
  * SHA-256 vectors, shell quoting, fingerprint encoding, configuration
- * checks in probe/open, and a refused connection's message.  ssh.c is
- * included so its static helpers can be tested directly.
+ * checks in probe/open, and a refused connection's message.  The backend's
+ * sources are included so their static helpers can be tested directly.
  */
 #include "../../plugins/ssh/ssh.c"
+#include "../../plugins/ssh/ssh-conn.c"
+#include "../../plugins/ssh/ssh-exec.c"
+#include "../../plugins/ssh/ssh-install.c"
 
 #include <setjmp.h>
 #include <stdarg.h>
