@@ -1,0 +1,157 @@
+/*
+ * serve-out.c - the ordered writer of `hs serve`: one thread writes the
+ * queued reply and event lines to stdout, whole and in order, with a bound
+ * on a session's streamed output; and the encoding of ids and error replies.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/json.h"
+#include "core/serve.h"
+
+/* Streamed output a session may have waiting for a slow client before further
+ * output events are dropped (the final reply still carries head and tail). */
+#define SRV_STREAM_QUEUE_MAX (4u * 1024u * 1024u)
+
+/* One line waiting for the writer. */
+struct line {
+	char *buf;
+	size_t len;
+	struct sess *owner; /* for the per-session queue bound; NULL: none */
+	struct line *next;
+};
+
+static void
+enqueue_line(struct srv *s, char *buf, size_t len, struct sess *owner)
+{
+	struct line *l = malloc(sizeof(*l));
+	if (!l) {
+		free(buf);
+		return;
+	}
+	*l = (struct line){ buf, len, owner, NULL };
+	pthread_mutex_lock(&s->out_mu);
+	if (s->client_gone) {
+		pthread_mutex_unlock(&s->out_mu);
+		free(buf);
+		free(l);
+		return;
+	}
+	if (owner)
+		owner->queued += len;
+	if (s->out_tail)
+		s->out_tail->next = l;
+	else
+		s->out_head = l;
+	s->out_tail = l;
+	pthread_cond_signal(&s->out_cv);
+	pthread_mutex_unlock(&s->out_mu);
+}
+
+/* Queue one reply or event line; lines are written whole and in order. */
+void
+emit(struct srv *s, yajl_gen g)
+{
+	size_t len;
+	char *buf = hs_json_take(g, &len);
+	if (buf)
+		enqueue_line(s, buf, len, NULL);
+}
+
+/*
+ * Queue a streamed output event of session ss, unless the client has fallen
+ * SRV_STREAM_QUEUE_MAX behind on this session.  Returns 0 queued, -1 dropped.
+ */
+int
+emit_stream(struct sess *ss, yajl_gen g)
+{
+	struct srv *s = ss->srv;
+	pthread_mutex_lock(&s->out_mu);
+	int full = ss->queued > SRV_STREAM_QUEUE_MAX;
+	pthread_mutex_unlock(&s->out_mu);
+	if (full) {
+		yajl_gen_free(g);
+		return -1;
+	}
+	size_t len;
+	char *buf = hs_json_take(g, &len);
+	if (!buf)
+		return -1;
+	enqueue_line(s, buf, len, ss);
+	return 0;
+}
+
+void *
+writer(void *arg)
+{
+	struct srv *s = arg;
+	pthread_mutex_lock(&s->out_mu);
+	for (;;) {
+		while (!s->out_head && !s->out_closed)
+			pthread_cond_wait(&s->out_cv, &s->out_mu);
+		struct line *l = s->out_head;
+		if (!l)
+			break;
+		s->out_head = l->next;
+		if (!s->out_head)
+			s->out_tail = NULL;
+		int gone = s->client_gone;
+		pthread_mutex_unlock(&s->out_mu);
+		size_t off = 0;
+		while (off < l->len && !gone) {
+			ssize_t w = write(1, l->buf + off, l->len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				gone = 1; /* nobody reads any more: drop what follows */
+			else
+				off += (size_t)w;
+		}
+		pthread_mutex_lock(&s->out_mu);
+		s->client_gone |= gone;
+		if (l->owner)
+			l->owner->queued -= l->len;
+		free(l->buf);
+		free(l);
+	}
+	pthread_mutex_unlock(&s->out_mu);
+	return NULL;
+}
+
+void
+gen_id(yajl_gen g, yajl_val id)
+{
+	hs_json_key(g, "id");
+	if (!id)
+		yajl_gen_null(g);
+	else if (YAJL_IS_STRING(id))
+		hs_json_str(g, YAJL_GET_STRING(id));
+	else if (YAJL_IS_INTEGER(id))
+		yajl_gen_integer(g, YAJL_GET_INTEGER(id));
+	else if (YAJL_IS_NUMBER(id))
+		yajl_gen_number(g, YAJL_GET_NUMBER(id), strlen(YAJL_GET_NUMBER(id)));
+	else
+		yajl_gen_null(g);
+}
+
+void
+reply_error(struct srv *s, yajl_val id, const char *code, const char *msg)
+{
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	gen_id(g, id);
+	hs_json_kbool(g, "ok", 0);
+	hs_json_key(g, "error");
+	yajl_gen_map_open(g);
+	hs_json_kstr(g, "code", code);
+	hs_json_kstr(g, "message", msg);
+	yajl_gen_map_close(g);
+	yajl_gen_map_close(g);
+	emit(s, g);
+}

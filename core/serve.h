@@ -1,0 +1,90 @@
+/*
+ * serve.h - internals of `hs serve`: the server, its sessions and their
+ * queued requests, shared by the main loop and dispatch (cmd_serve.c), the
+ * ordered writer and reply encoding (serve-out.c) and the session threads
+ * and their ops (serve-sess.c).  Request lines are read by serve-req.c.
+ */
+#ifndef HS_SERVE_H
+#define HS_SERVE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/approval.h"
+#include "core/exec.h"
+#include "core/session.h"
+
+struct hs_core;
+struct hs_policy;
+struct line; /* one line waiting for the writer (serve-out.c) */
+struct srv;
+
+struct req {
+	yajl_val root;
+	yajl_val id;      /* inside root */
+	const char *op;
+	struct req *next;
+};
+
+struct sess {
+	struct srv *srv;
+	char name[65];
+	int mode;              /* approval mode */
+	int persistent;
+	int opened;
+	struct hs_conn cn;
+	struct hs_record rec;
+	int lockfd;
+	struct hs_grants grants;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct req *head, *tail;
+	int closing;
+	/* The running exec, for cancel; and a pending approval. */
+	yajl_val running_id;
+	int cancel_pipe[2];    /* a byte here cancels the running foreground exec */
+	char approval_req[32];
+	int approval_answer;   /* -1 pending */
+	size_t queued;         /* bytes of this session's lines waiting for the writer (out_mu) */
+	char start_dir[4096];  /* an isolated local sandbox's workspace: commands start there */
+	struct sess *next;
+};
+
+
+struct srv {
+	struct hs_core *c;
+	/* The ordered writer: one thread writes queued lines to stdout, so a
+	 * client that stops reading blocks no session thread. */
+	pthread_t writer;
+	pthread_mutex_t out_mu;
+	pthread_cond_t out_cv;
+	struct line *out_head, *out_tail;
+	int out_closed;
+	int client_gone;
+	pthread_mutex_t mu;    /* sessions list */
+	struct sess *sessions;
+	unsigned approvals;
+	int eof;
+	struct hs_policy *policy;
+};
+
+/* the writer (serve-out.c) */
+/* Queue one reply or event line; lines are written whole and in order. */
+void emit(struct srv *s, yajl_gen g);
+/* Queue a streamed output event of session ss; -1 when dropped (slow client). */
+int emit_stream(struct sess *ss, yajl_gen g);
+/* The writer thread (arg: the srv): writes queued lines until out_closed. */
+void *writer(void *arg);
+/* The "id" member of a reply: the request's id, or null. */
+void gen_id(yajl_gen g, yajl_val id);
+/* Queue an error reply with code and message. */
+void reply_error(struct srv *s, yajl_val id, const char *code, const char *msg);
+
+/* the session thread (serve-sess.c) */
+/* A session's thread (arg: its sess): runs its requests in order until closed. */
+void *worker(void *arg);
+
+#endif /* HS_SERVE_H */
