@@ -65,25 +65,25 @@ handle(struct srv *s, struct req *r)
 	if (!strcmp(op, "hello")) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		hs_json_kstr(g, "server", "hs " PACKAGE_VERSION);
 		hs_json_kint(g, "protocol", 1);
 		yajl_gen_map_close(g);
-		emit(s, g);
+		srv_emit(s, g);
 	} else if (!strcmp(op, "open")) {
 		if (!name || !hs_session_name_valid(name)) {
-			reply_error(s, r->id, "invalid_request", "open needs a valid \"session\" name");
+			srv_reply_error(s, r->id, "invalid_request", "open needs a valid \"session\" name");
 			goto done;
 		}
 		if (find_session(s, name)) {
-			reply_error(s, r->id, "session_exists", "the session is already open here");
+			srv_reply_error(s, r->id, "session_exists", "the session is already open here");
 			goto done;
 		}
 		const char *am = hs_serve_str(r->root, "approval");
 		int mode = hs_approval_mode_parse(am ? am : "ask");
 		if (mode < 0) {
-			reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
+			srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
 			goto done;
 		}
 		/* A locked admin mode is a ceiling the client cannot loosen. */
@@ -95,7 +95,7 @@ handle(struct srv *s, struct req *r)
 		}
 		struct sess *ss = calloc(1, sizeof(*ss));
 		if (!ss) {
-			reply_error(s, r->id, "internal", "out of memory");
+			srv_reply_error(s, r->id, "internal", "out of memory");
 			goto done;
 		}
 		ss->srv = s;
@@ -106,14 +106,14 @@ handle(struct srv *s, struct req *r)
 		ss->lockfd = -1;
 		if (pipe2(ss->cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 			free(ss);
-			reply_error(s, r->id, "internal", "cannot create a pipe");
+			srv_reply_error(s, r->id, "internal", "cannot create a pipe");
 			goto done;
 		}
 		pthread_mutex_init(&ss->mu, NULL);
 		pthread_cond_init(&ss->cv, NULL);
 		enqueue(ss, r);
-		if (pthread_create(&ss->thread, NULL, worker, ss) != 0) {
-			reply_error(s, r->id, "internal", "cannot start a session thread");
+		if (pthread_create(&ss->thread, NULL, srv_worker, ss) != 0) {
+			srv_reply_error(s, r->id, "internal", "cannot start a session thread");
 			close(ss->cancel_pipe[0]);
 			close(ss->cancel_pipe[1]);
 			free(ss);
@@ -128,7 +128,7 @@ handle(struct srv *s, struct req *r)
 	           !strcmp(op, "get_file") || !strcmp(op, "job")) {
 		struct sess *ss = name ? find_session(s, name) : NULL;
 		if (!ss) {
-			reply_error(s, r->id, "no_session", "no open session of that name (open it first)");
+			srv_reply_error(s, r->id, "no_session", "no open session of that name (open it first)");
 			goto done;
 		}
 		enqueue(ss, r);
@@ -136,7 +136,7 @@ handle(struct srv *s, struct req *r)
 	} else if (!strcmp(op, "cancel")) {
 		struct sess *ss = name ? find_session(s, name) : NULL;
 		if (!ss) {
-			reply_error(s, r->id, "no_session", "cancel needs the \"session\" of the command");
+			srv_reply_error(s, r->id, "no_session", "cancel needs the \"session\" of the command");
 			goto done;
 		}
 		pthread_mutex_lock(&ss->mu);
@@ -146,16 +146,16 @@ handle(struct srv *s, struct req *r)
 		pthread_mutex_unlock(&ss->mu);
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		hs_json_kbool(g, "cancelled", running);
 		yajl_gen_map_close(g);
-		emit(s, g);
+		srv_emit(s, g);
 	} else if (!strcmp(op, "approve")) {
 		const char *rq = hs_serve_str(r->root, "request");
 		int d = hs_decision_parse(hs_serve_str(r->root, "decision"));
 		if (!rq || d < 0) {
-			reply_error(s, r->id, "invalid_request",
+			srv_reply_error(s, r->id, "invalid_request",
 			            "approve needs \"request\" and \"decision\" (once, session, always, deny)");
 			goto done;
 		}
@@ -172,20 +172,20 @@ handle(struct srv *s, struct req *r)
 		}
 		pthread_mutex_unlock(&s->mu);
 		if (!found) {
-			reply_error(s, r->id, "no_request", "no pending approval request of that id");
+			srv_reply_error(s, r->id, "no_request", "no pending approval request of that id");
 			goto done;
 		}
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		yajl_gen_map_close(g);
-		emit(s, g);
+		srv_emit(s, g);
 	} else if (!strcmp(op, "check")) {
 		const char *command = hs_serve_str(r->root, "command");
 		const char *cx = hs_serve_str(r->root, "context");
 		if (!command) {
-			reply_error(s, r->id, "invalid_request", "check needs a \"command\" string");
+			srv_reply_error(s, r->id, "invalid_request", "check needs a \"command\" string");
 			goto done;
 		}
 		struct hs_analysis a;
@@ -193,7 +193,7 @@ handle(struct srv *s, struct req *r)
 		           cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST, &a);
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
 		hs_json_key(g, "rules");
@@ -207,23 +207,23 @@ handle(struct srv *s, struct req *r)
 		}
 		yajl_gen_array_close(g);
 		yajl_gen_map_close(g);
-		emit(s, g);
+		srv_emit(s, g);
 	} else if (!strcmp(op, "backends")) {
 		yajl_val dv = hs_serve_val(r->root, "deep");
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		if (hs_backends_gen(s->c, dv && YAJL_IS_TRUE(dv), g) < 0) {
 			yajl_gen_free(g);
-			reply_error(s, r->id, "internal", "out of memory");
+			srv_reply_error(s, r->id, "internal", "out of memory");
 			goto done;
 		}
 		yajl_gen_map_close(g);
-		emit(s, g);
+		srv_emit(s, g);
 	} else {
 		snprintf(err, sizeof(err), "unknown op '%.60s'", op);
-		reply_error(s, r->id, "unknown_op", err);
+		srv_reply_error(s, r->id, "unknown_op", err);
 	}
 done:
 	yajl_tree_free(r->root);
@@ -266,7 +266,7 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 	pthread_mutex_init(&s.out_mu, NULL);
 	pthread_cond_init(&s.out_cv, NULL);
 	pthread_mutex_init(&s.mu, NULL);
-	if (pthread_create(&s.writer, NULL, writer, &s) != 0) {
+	if (pthread_create(&s.writer, NULL, srv_writer, &s) != 0) {
 		hs_die_msg("cannot start the writer thread");
 		return HS_EXIT_FAIL;
 	}
@@ -277,7 +277,7 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		if (!line)
 			break;
 		if (too_long) {
-			reply_error(&s, NULL, "too_large", "request line longer than 16 MiB");
+			srv_reply_error(&s, NULL, "too_large", "request line longer than 16 MiB");
 			free(line);
 			continue;
 		}
@@ -289,14 +289,14 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		if (pv == 1)
 			continue;
 		if (pv < 0) {
-			reply_error(&s, pr.id, code, perr);
+			srv_reply_error(&s, pr.id, code, perr);
 			yajl_tree_free(pr.root);
 			continue;
 		}
 		struct req *r = calloc(1, sizeof(*r));
 		if (!r) {
 			yajl_tree_free(pr.root);
-			reply_error(&s, NULL, "internal", "out of memory");
+			srv_reply_error(&s, NULL, "internal", "out of memory");
 			continue;
 		}
 		r->root = pr.root;

@@ -56,7 +56,7 @@ enqueue_line(struct srv *s, char *buf, size_t len, struct sess *owner)
 
 /* Queue one reply or event line; lines are written whole and in order. */
 void
-emit(struct srv *s, yajl_gen g)
+srv_emit(struct srv *s, yajl_gen g)
 {
 	size_t len;
 	char *buf = hs_json_take(g, &len);
@@ -69,7 +69,7 @@ emit(struct srv *s, yajl_gen g)
  * SRV_STREAM_QUEUE_MAX behind on this session.  Returns 0 queued, -1 dropped.
  */
 int
-emit_stream(struct sess *ss, yajl_gen g)
+srv_emit_stream(struct sess *ss, yajl_gen g)
 {
 	struct srv *s = ss->srv;
 	pthread_mutex_lock(&s->out_mu);
@@ -88,7 +88,7 @@ emit_stream(struct sess *ss, yajl_gen g)
 }
 
 void *
-writer(void *arg)
+srv_writer(void *arg)
 {
 	struct srv *s = arg;
 	pthread_mutex_lock(&s->out_mu);
@@ -125,7 +125,7 @@ writer(void *arg)
 }
 
 void
-gen_id(yajl_gen g, yajl_val id)
+srv_gen_id(yajl_gen g, yajl_val id)
 {
 	hs_json_key(g, "id");
 	if (!id)
@@ -141,11 +141,11 @@ gen_id(yajl_gen g, yajl_val id)
 }
 
 void
-reply_error(struct srv *s, yajl_val id, const char *code, const char *msg)
+srv_reply_error(struct srv *s, yajl_val id, const char *code, const char *msg)
 {
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
-	gen_id(g, id);
+	srv_gen_id(g, id);
 	hs_json_kbool(g, "ok", 0);
 	hs_json_key(g, "error");
 	yajl_gen_map_open(g);
@@ -153,5 +153,5 @@ reply_error(struct srv *s, yajl_val id, const char *code, const char *msg)
 	hs_json_kstr(g, "message", msg);
 	yajl_gen_map_close(g);
 	yajl_gen_map_close(g);
-	emit(s, g);
+	srv_emit(s, g);
 }

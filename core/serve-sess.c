@@ -58,7 +58,7 @@ srv_ask(void *ctx, const char *command, const struct hs_analysis *a)
 
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
-	gen_id(g, ac->id);
+	srv_gen_id(g, ac->id);
 	hs_json_kstr(g, "event", "approval");
 	hs_json_kstr(g, "request", ss->approval_req);
 	hs_json_kstr(g, "session", ss->name);
@@ -74,7 +74,7 @@ srv_ask(void *ctx, const char *command, const struct hs_analysis *a)
 	}
 	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
-	emit(s, g);
+	srv_emit(s, g);
 
 	struct timespec dl;
 	clock_gettime(CLOCK_REALTIME, &dl);
@@ -110,12 +110,12 @@ srv_output(void *ctx, int stream, const void *buf, size_t len)
 	if (k->stream) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, k->id);
+		srv_gen_id(g, k->id);
 		hs_json_kstr(g, "event", "output");
 		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
 		hs_json_kbytes(g, "data", buf, len);
 		yajl_gen_map_close(g);
-		if (emit_stream(k->ss, g) < 0)
+		if (srv_emit_stream(k->ss, g) < 0)
 			k->stream_dropped += len;
 	}
 	return 0;
@@ -157,7 +157,7 @@ start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const stru
 		.grace_ms = grace,
 	};
 	if (hs_conn_start_job(&ss->cn, &eo, limit, &job, err, sizeof(err)) < 0) {
-		reply_error(ss->srv, r->id, "backend_error", err);
+		srv_reply_error(ss->srv, r->id, "backend_error", err);
 		return;
 	}
 	hs_approval_audit(ss->srv->c, gate, an, verdict, 0, 0, 0);
@@ -165,11 +165,11 @@ start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const stru
 	snprintf(name, sizeof(name), "j%u", job->number);
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
-	gen_id(g, r->id);
+	srv_gen_id(g, r->id);
 	hs_json_kbool(g, "ok", 1);
 	hs_json_kstr(g, "job", name);
 	yajl_gen_map_close(g);
-	emit(ss->srv, g);
+	srv_emit(ss->srv, g);
 }
 
 /* {"op":"job","session":S,"job":"jN","action":"poll"|"output"|"kill"} */
@@ -183,25 +183,25 @@ do_job(struct sess *ss, struct req *r)
 	unsigned n = 0;
 
 	if (!ss->opened) {
-		reply_error(s, r->id, "no_session", "the session is not open");
+		srv_reply_error(s, r->id, "no_session", "the session is not open");
 		return;
 	}
 	if (!name || sscanf(name, "j%u", &n) != 1 || !action) {
-		reply_error(s, r->id, "invalid_request", "job needs \"job\" (\"jN\") and \"action\" (poll, output, kill)");
+		srv_reply_error(s, r->id, "invalid_request", "job needs \"job\" (\"jN\") and \"action\" (poll, output, kill)");
 		return;
 	}
 	if (hs_conn_pump(&ss->cn, 0, err, sizeof(err)) < 0) {
-		reply_error(s, r->id, "backend_error", err);
+		srv_reply_error(s, r->id, "backend_error", err);
 		return;
 	}
 	struct hs_job *j = hs_conn_job(&ss->cn, n);
 	if (!j) {
-		reply_error(s, r->id, "no_job", "no job of that name in this session");
+		srv_reply_error(s, r->id, "no_job", "no job of that name in this session");
 		return;
 	}
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
-	gen_id(g, r->id);
+	srv_gen_id(g, r->id);
 	hs_json_kbool(g, "ok", 1);
 	hs_json_kstr(g, "job", name);
 	if (!strcmp(action, "kill")) {
@@ -223,7 +223,7 @@ do_job(struct sess *ss, struct req *r)
 		free(data);
 	} else if (strcmp(action, "poll") != 0) {
 		yajl_gen_free(g);
-		reply_error(s, r->id, "invalid_request", "action must be poll, output or kill");
+		srv_reply_error(s, r->id, "invalid_request", "action must be poll, output or kill");
 		return;
 	}
 	if (strcmp(action, "output") != 0) {
@@ -240,7 +240,7 @@ do_job(struct sess *ss, struct req *r)
 		hs_json_kint(g, "stderr_dropped", (long long)j->cap[2].dropped);
 	}
 	yajl_gen_map_close(g);
-	emit(s, g);
+	srv_emit(s, g);
 }
 
 static void
@@ -252,11 +252,11 @@ do_exec(struct sess *ss, struct req *r)
 	char err[1024];
 
 	if (!command) {
-		reply_error(s, r->id, "invalid_request", "exec needs a \"command\" string");
+		srv_reply_error(s, r->id, "invalid_request", "exec needs a \"command\" string");
 		return;
 	}
 	if (!ss->opened) {
-		reply_error(s, r->id, "no_session", "the session is not open");
+		srv_reply_error(s, r->id, "no_session", "the session is not open");
 		return;
 	}
 	yajl_val bg = hs_serve_val(r->root, "background");
@@ -266,7 +266,7 @@ do_exec(struct sess *ss, struct req *r)
 	if (am) {
 		int m = hs_approval_mode_parse(am);
 		if (m < 0) {
-			reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
+			srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
 			return;
 		}
 		if (m < mode) /* exec may only narrow the session's mode */
@@ -278,7 +278,7 @@ do_exec(struct sess *ss, struct req *r)
 	hs_conf_int(c->conf, "output_limit", &limit);
 	hs_conf_int(c->conf, "kill_grace_ms", &grace);
 	if (hs_serve_seconds(r->root, "timeout", &timeout) < 0) {
-		reply_error(s, r->id, "invalid_request", "timeout must be a number of seconds, 0 or more");
+		srv_reply_error(s, r->id, "invalid_request", "timeout must be a number of seconds, 0 or more");
 		return;
 	}
 	if (max_timeout > 0 && (timeout <= 0 || timeout > max_timeout))
@@ -289,7 +289,7 @@ do_exec(struct sess *ss, struct req *r)
 	const char *sets[64];
 	int ne = hs_serve_env(r->root, kv, 64);
 	if (ne < 0) {
-		reply_error(s, r->id, "invalid_request", "env must map names to strings (64 at most)");
+		srv_reply_error(s, r->id, "invalid_request", "env must map names to strings (64 at most)");
 		return;
 	}
 	size_t n_sets = (size_t)ne;
@@ -304,7 +304,7 @@ do_exec(struct sess *ss, struct req *r)
 	for (size_t i = 0; i < n_sets; i++)
 		free(kv[i]);
 	if (built < 0) {
-		reply_error(s, r->id, "invalid_request", "env: invalid variable name");
+		srv_reply_error(s, r->id, "invalid_request", "env: invalid variable name");
 		return;
 	}
 	struct hs_redactor *red = NULL;
@@ -325,7 +325,7 @@ do_exec(struct sess *ss, struct req *r)
 	struct hs_analysis an;
 	struct hs_approval_out verdict;
 	if (!hs_approval_gate(c, s->policy, &gate, &an, &verdict)) {
-		reply_error(s, r->id, "denied", verdict.why);
+		srv_reply_error(s, r->id, "denied", verdict.why);
 		hs_redactor_free(red);
 		hs_env_free(&env);
 		return;
@@ -343,7 +343,7 @@ do_exec(struct sess *ss, struct req *r)
 		hs_capture_init(&k.cap[i], (size_t)limit);
 	void *stdin_owned = NULL;
 	if (hs_serve_bytes(r->root, "stdin", &k.stdin_data, &k.stdin_len, &stdin_owned) < 0) {
-		reply_error(s, r->id, "invalid_request", "stdin_b64 is not valid base64");
+		srv_reply_error(s, r->id, "invalid_request", "stdin_b64 is not valid base64");
 		hs_capture_free(&k.cap[1]);
 		hs_capture_free(&k.cap[2]);
 		hs_redactor_free(red);
@@ -390,11 +390,11 @@ do_exec(struct sess *ss, struct req *r)
 	hs_redactor_free(red);
 	hs_env_free(&env);
 	if (rc < 0) {
-		reply_error(s, r->id, "backend_error", err);
+		srv_reply_error(s, r->id, "backend_error", err);
 	} else {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		hs_json_kint(g, "exit_code", res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code);
 		int trunc = 0;
@@ -415,7 +415,7 @@ do_exec(struct sess *ss, struct req *r)
 		if (k.stream)
 			hs_json_kint(g, "stream_dropped", (long long)k.stream_dropped);
 		yajl_gen_map_close(g);
-		emit(s, g);
+		srv_emit(s, g);
 	}
 	for (int i = 1; i <= 2; i++)
 		hs_capture_free(&k.cap[i]);
@@ -434,7 +434,7 @@ do_open(struct sess *ss, struct req *r)
 	spec.network = hs_serve_str(r->root, "network");
 	const char *what = NULL;
 	if (hs_serve_spec(r->root, &spec.memory_bytes, &spec.cpus_milli, &what) < 0) {
-		reply_error(s, r->id, "invalid_request", what);
+		srv_reply_error(s, r->id, "invalid_request", what);
 		return;
 	}
 	if (hs_serve_true(r->root, "isolate"))
@@ -464,7 +464,7 @@ do_open(struct sess *ss, struct req *r)
 	};
 	struct hs_approval_out mverdict;
 	if (!hs_approval_mounts(s->c, &mgate, mounts, nm, &mverdict)) {
-		reply_error(s, r->id, strcmp(mverdict.decision, "invalid") ? "denied" : "invalid_request",
+		srv_reply_error(s, r->id, strcmp(mverdict.decision, "invalid") ? "denied" : "invalid_request",
 		            mverdict.why);
 		return;
 	}
@@ -472,7 +472,7 @@ do_open(struct sess *ss, struct req *r)
 	                             .spec = &spec, .persistent = ss->persistent };
 	ss->lockfd = hs_session_begin(s->c, &sr, &ss->cn, &ss->rec, err, sizeof(err));
 	if (ss->lockfd == -1) {
-		reply_error(s, r->id, ss->cn.open_status == HS_E_DENIED ? "denied" : "open_failed", err);
+		srv_reply_error(s, r->id, ss->cn.open_status == HS_E_DENIED ? "denied" : "open_failed", err);
 		return;
 	}
 	ss->opened = 1;
@@ -483,7 +483,7 @@ do_open(struct sess *ss, struct req *r)
 		ss->start_dir[0] = 0;
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
-	gen_id(g, r->id);
+	srv_gen_id(g, r->id);
 	hs_json_kbool(g, "ok", 1);
 	hs_json_kstr(g, "session", ss->name);
 	hs_json_kstr(g, "backend", ss->cn.be->plugin.name);
@@ -491,7 +491,7 @@ do_open(struct sess *ss, struct req *r)
 	hs_json_kstr(g, "isolation", ss->cn.props.isolation);
 	hs_json_kstr(g, "approval", hs_approval_mode_name(ss->mode));
 	yajl_gen_map_close(g);
-	emit(s, g);
+	srv_emit(s, g);
 }
 
 static void
@@ -511,12 +511,12 @@ do_close(struct sess *ss, struct req *r, int keep)
 	if (r) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		hs_json_kstr(g, "session", ss->name);
 		hs_json_kbool(g, "kept", keep);
 		yajl_gen_map_close(g);
-		emit(ss->srv, g);
+		srv_emit(ss->srv, g);
 	}
 }
 
@@ -528,11 +528,11 @@ do_file(struct sess *ss, struct req *r, int put)
 	char err[1024];
 
 	if (!path || path[0] != '/') {
-		reply_error(s, r->id, "invalid_request", "an absolute \"path\" is required");
+		srv_reply_error(s, r->id, "invalid_request", "an absolute \"path\" is required");
 		return;
 	}
 	if (!ss->opened) {
-		reply_error(s, r->id, "no_session", "the session is not open");
+		srv_reply_error(s, r->id, "no_session", "the session is not open");
 		return;
 	}
 	if (put) {
@@ -541,7 +541,7 @@ do_file(struct sess *ss, struct req *r, int put)
 		void *buf = NULL;
 		int got = hs_serve_bytes(r->root, "data", &data, &len, &buf);
 		if (got <= 0) {
-			reply_error(s, r->id, "invalid_request", got < 0 ? "data_b64 is not valid base64"
+			srv_reply_error(s, r->id, "invalid_request", got < 0 ? "data_b64 is not valid base64"
 			                                                 : "put_file needs \"data\" or \"data_b64\"");
 			return;
 		}
@@ -549,37 +549,37 @@ do_file(struct sess *ss, struct req *r, int put)
 		int rc = hs_conn_put(&ss->cn, path, mode, data, len, 1, err, sizeof(err));
 		free(buf);
 		if (rc < 0) {
-			reply_error(s, r->id, "file_error", err);
+			srv_reply_error(s, r->id, "file_error", err);
 			return;
 		}
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		gen_id(g, r->id);
+		srv_gen_id(g, r->id);
 		hs_json_kbool(g, "ok", 1);
 		hs_json_kint(g, "size", len);
 		yajl_gen_map_close(g);
-		emit(s, g);
+		srv_emit(s, g);
 		return;
 	}
 	void *buf = NULL;
 	size_t len = 0;
 	if (hs_conn_get(&ss->cn, path, 64u << 20, &buf, &len, err, sizeof(err)) < 0) {
-		reply_error(s, r->id, "file_error", err);
+		srv_reply_error(s, r->id, "file_error", err);
 		return;
 	}
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
-	gen_id(g, r->id);
+	srv_gen_id(g, r->id);
 	hs_json_kbool(g, "ok", 1);
 	hs_json_kint(g, "size", (long long)len);
 	hs_json_kbytes(g, "data", buf, len);
 	yajl_gen_map_close(g);
-	emit(s, g);
+	srv_emit(s, g);
 	free(buf);
 }
 
 void *
-worker(void *arg)
+srv_worker(void *arg)
 {
 	struct sess *ss = arg;
 	for (;;) {

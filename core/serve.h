@@ -18,7 +18,7 @@
 
 struct hs_core;
 struct hs_policy;
-struct line; /* one line waiting for the writer (serve-out.c) */
+struct line; /* one line waiting for the srv_writer (serve-out.c) */
 struct srv;
 
 struct req {
@@ -48,7 +48,7 @@ struct sess {
 	int cancel_pipe[2];    /* a byte here cancels the running foreground exec */
 	char approval_req[32];
 	int approval_answer;   /* -1 pending */
-	size_t queued;         /* bytes of this session's lines waiting for the writer (out_mu) */
+	size_t queued;         /* bytes of this session's lines waiting for the srv_writer (out_mu) */
 	char start_dir[4096];  /* an isolated local sandbox's workspace: commands start there */
 	struct sess *next;
 };
@@ -71,20 +71,20 @@ struct srv {
 	struct hs_policy *policy;
 };
 
-/* the writer (serve-out.c) */
+/* the srv_writer (serve-out.c) */
 /* Queue one reply or event line; lines are written whole and in order. */
-void emit(struct srv *s, yajl_gen g);
+void srv_emit(struct srv *s, yajl_gen g);
 /* Queue a streamed output event of session ss; -1 when dropped (slow client). */
-int emit_stream(struct sess *ss, yajl_gen g);
+int srv_emit_stream(struct sess *ss, yajl_gen g);
 /* The writer thread (arg: the srv): writes queued lines until out_closed. */
-void *writer(void *arg);
+void *srv_writer(void *arg);
 /* The "id" member of a reply: the request's id, or null. */
-void gen_id(yajl_gen g, yajl_val id);
+void srv_gen_id(yajl_gen g, yajl_val id);
 /* Queue an error reply with code and message. */
-void reply_error(struct srv *s, yajl_val id, const char *code, const char *msg);
+void srv_reply_error(struct srv *s, yajl_val id, const char *code, const char *msg);
 
 /* the session thread (serve-sess.c) */
 /* A session's thread (arg: its sess): runs its requests in order until closed. */
-void *worker(void *arg);
+void *srv_worker(void *arg);
 
 #endif /* HS_SERVE_H */

@@ -47,7 +47,6 @@ int hs_session_lock(struct hs_core *c, const char *name, int wait_ms, char *err,
 /* The sessions directory, created 0700 and checked.  Returns 0 or -1. */
 int hs_session_dir(struct hs_core *c, char *out, size_t len, char *err, size_t errlen);
 
-#endif /* HS_SESSION_H */
 
 struct hs_conn;
 struct hs_env_spec;
@@ -74,3 +73,5 @@ int hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct
  * tear down an ephemeral one, release the lock.
  */
 void hs_session_end(struct hs_conn *cn, int lockfd, int ephemeral);
+
+#endif /* HS_SESSION_H */
