@@ -1,8 +1,10 @@
 # plugins/singularity: the singularity backend (see man/hs-singularity.7).
 plugin_LTLIBRARIES += plugins/singularity/singularity.la
-plugins_singularity_singularity_la_SOURCES = plugins/singularity/singularity.c \
+SG_SRCS = plugins/singularity/singularity.c plugins/singularity/sg-run.c \
+	plugins/singularity/sg-instance.c plugins/singularity/sg.h \
 	plugins/common/attach.c plugins/common/attach.h \
 	plugins/singularity/sifcache.c plugins/singularity/sifcache.h
+plugins_singularity_singularity_la_SOURCES = $(SG_SRCS)
 plugins_singularity_singularity_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(YAJL_CFLAGS)
 plugins_singularity_singularity_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'
 plugins_singularity_singularity_la_LIBADD = $(YAJL_LIBS) $(PTHREAD_LIBS)
