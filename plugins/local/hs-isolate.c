@@ -97,7 +97,7 @@ read_sysctl(const char *path, long *v)
  * Debian's and Ubuntu's knobs for unprivileged user namespaces.
  */
 void
-explain_refusal(char *out, size_t len, int err)
+iso_explain_refusal(char *out, size_t len, int err)
 {
 	long v;
 	if (read_sysctl("/proc/sys/user/max_user_namespaces", &v) == 0 && v == 0)
@@ -229,7 +229,7 @@ init_main(const struct iso_opts *o, int efd, int syncfd)
 		poll(NULL, 0, 10);
 	}
 
-	build_root(efd, o, rootdir);
+	iso_build_root(efd, o, rootdir);
 	if (o->probe) {
 		char err[512];
 		if (iso_seccomp_load(err, sizeof(err)) < 0)
@@ -296,7 +296,7 @@ launch(const struct iso_opts *o)
 	fflush(NULL);
 	pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
-		explain_refusal(why, sizeof(why), errno);
+		iso_explain_refusal(why, sizeof(why), errno);
 		fprintf(stderr, "hs-isolate: cannot create the sandbox's namespaces: %s\n", why);
 		return -1;
 	}
@@ -339,7 +339,7 @@ launch(const struct iso_opts *o)
 	if (!ok) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		explain_refusal(why, sizeof(why), e);
+		iso_explain_refusal(why, sizeof(why), e);
 		fprintf(stderr, "hs-isolate: cannot map this user into the sandbox: %s\n", why);
 		return -1;
 	}

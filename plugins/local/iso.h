@@ -31,13 +31,13 @@ struct iso_opts {
 /* launcher (hs-isolate.c) */
 /* The error channel: one line to the launcher on fd (standard error when fd
  * is negative), then _exit(1). */
-void iso_fail(int fd, const char *fmt, ...);
+void iso_fail(int fd, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 /* Why the kernel refused a namespace step (errno err), with the fix. */
-void explain_refusal(char *out, size_t len, int err);
+void iso_explain_refusal(char *out, size_t len, int err);
 
 /* the sandbox's root (isolate-root.c) */
 /* Builds the sandbox's root in a tmpfs on rootdir and pivots into it; the
  * caller is PID 1 of the new namespaces.  Errors go to efd (iso_fail). */
-void build_root(int efd, const struct iso_opts *o, const char *rootdir);
+void iso_build_root(int efd, const struct iso_opts *o, const char *rootdir);
 
 #endif /* HS_ISO_H */

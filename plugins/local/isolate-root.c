@@ -415,7 +415,7 @@ loopback_up(int efd)
  * The caller is PID 1 of the new namespaces, with full capabilities there.
  */
 void
-build_root(int efd, const struct iso_opts *o, const char *rootdir)
+iso_build_root(int efd, const struct iso_opts *o, const char *rootdir)
 {
 	static const char *const sysdirs[] = {
 		"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", NULL,
@@ -427,7 +427,7 @@ build_root(int efd, const struct iso_opts *o, const char *rootdir)
 	if (mount("tmpfs", rootdir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m") < 0) {
 		int e = errno;
 		char why[512];
-		explain_refusal(why, sizeof(why), e);
+		iso_explain_refusal(why, sizeof(why), e);
 		iso_fail(efd, "cannot mount the sandbox's root: %s", why);
 	}
 	join(p, sizeof(p), rootdir, ISO_EMPTY);
