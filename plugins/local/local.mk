@@ -2,8 +2,8 @@
 # needs hs-isolate, a small single-threaded launcher installed next to
 # hs-runner (docs/isolation.md says why it is a separate program).
 runnerexec_PROGRAMS = plugins/local/hs-isolate
-plugins_local_hs_isolate_SOURCES = plugins/local/hs-isolate.c plugins/local/isolate-seccomp.c \
-	plugins/local/isolate.h
+plugins_local_hs_isolate_SOURCES = plugins/local/hs-isolate.c plugins/local/isolate-root.c \
+	plugins/local/isolate-seccomp.c plugins/local/iso.h plugins/local/isolate.h
 plugins_local_hs_isolate_CFLAGS = $(AM_CFLAGS) $(LIBSECCOMP_CFLAGS)
 plugins_local_hs_isolate_LDADD = $(LIBSECCOMP_LIBS)
 dist_man_MANS += man/hs-local.7
