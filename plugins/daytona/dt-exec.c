@@ -10,8 +10,9 @@
  * runs asynchronously in a toolbox session (runAsync); the command and its
  * logs are then polled, so its output and exit code survive a dropped HTTP
  * connection (the toolbox keeps both).  At the deadline or on cancel a
- * second session kills the process group remotely (TERM, grace, KILL); a
- * client-side deadline stands behind it when the sandbox does not answer.
+ * second session kills the process group and every descendant remotely
+ * (TERM, grace, KILL); a client-side deadline stands behind it when the
+ * sandbox does not answer.
  */
 #include "config.h"
 
@@ -199,22 +200,37 @@ dt_fetch_stdout(struct dt_env *e, const char *base, const struct hs_exec_req *re
 }
 
 /*
- * Kill the command's process group from the control session; best effort.
- * A cancel can come before the command has recorded its group: the kill
- * waits up to 3 s for that, unless the command has already finished.
+ * The remote kill, run by sh in the control session with B (the exec's
+ * scratch base) and G (grace, in tenths of a second) set before it.  It
+ * waits up to 3 s for the command to record its group (a cancel can come
+ * first), unless the command has already finished.  It then collects the
+ * group leader's descendants from /proc by parent pid, so that one that
+ * left the group (`setsid cmd &`) is caught too.  Each is recorded with
+ * its start time, so a reused pid is never signalled.  The tree is
+ * stopped, collected again (nothing forks away meanwhile), sent TERM and
+ * continued; after the grace period whatever is left gets KILL.
  */
+static const char dt_kill_script[] =
+	"i=0; while [ ! -s \"$B.pid\" ] && [ ! -e \"$B.rc\" ] && [ $i -lt 30 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done\n"
+	"p=$(cat \"$B.pid\" 2>/dev/null); case \"$p\" in ''|*[!0-9]*) exit 0;; esac\n"
+	"d() { r=\" $p \"; a=; n=0; while [ $n != ${#r} ]; do n=${#r}; for f in /proc/[0-9]*/stat; do "
+	"{ read -r l <\"$f\"; } 2>/dev/null || continue; q=${f#/proc/}; q=${q%/stat}; set -- ${l##*) }; "
+	"case \"$r\" in *\" $q \"*) ;; *\" $2 \"*) r=\"$r$q \"; a=\"$a $q:${20}\";; esac; done; done; }\n"
+	"k() { kill -s $1 -- -$p 2>/dev/null; for e in $a; do q=${e%:*}; { read -r l </proc/$q/stat; } 2>/dev/null || continue; "
+	"set -- $1 ${l##*) }; [ \"${21}\" = \"${e#*:}\" ] && kill -s $1 $q 2>/dev/null; done; }\n"
+	"live() { kill -s 0 -- -$p 2>/dev/null && return 0; for e in $a; do q=${e%:*}; { read -r l </proc/$q/stat; } 2>/dev/null || continue; "
+	"set -- ${l##*) }; [ \"$1\" != Z ] && [ \"${20}\" = \"${e#*:}\" ] && return 0; done; return 1; }\n"
+	"d; k STOP; d; k STOP; k TERM; k CONT\n"
+	"i=0; while [ $i -lt $G ] && live; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done\n"
+	"k KILL; true\n";
+
+/* Kill the command's process tree from the control session; best effort. */
 static void
 dt_remote_kill(struct dt_env *e, const char *base)
 {
-	char cmd[1024], err[HS_ERR_MAX];
+	char cmd[sizeof(dt_kill_script) + 512], err[HS_ERR_MAX];
 	int code;
-	snprintf(cmd, sizeof(cmd),
-	         "i=0; while [ ! -s '%s.pid' ] && [ ! -e '%s.rc' ] && [ $i -lt 30 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done; "
-	         "p=$(cat '%s.pid' 2>/dev/null); case \"$p\" in ''|*[!0-9]*) exit 0;; esac; "
-	         "kill -s TERM -- -$p 2>/dev/null || kill -s TERM $p 2>/dev/null; "
-	         "i=0; while [ $i -lt %d ] && kill -s 0 -- -$p 2>/dev/null; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done; "
-	         "kill -s KILL -- -$p 2>/dev/null || kill -s KILL $p 2>/dev/null; true",
-	         base, base, base, (int)e->conf.grace_s * 10);
+	snprintf(cmd, sizeof(cmd), "B='%s'; G=%d\n%s", base, (int)e->conf.grace_s * 10, dt_kill_script);
 	if (dt_session_run(e, e->ctl_session, cmd, &code, NULL, 30000 + e->conf.grace_s * 1000, err) != HS_OK)
 		e->st->host->log(e->st->host->ctx, HS_LOG_WARN, "remote kill in sandbox %s failed: %s", e->sandbox, err);
 }

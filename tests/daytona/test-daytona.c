@@ -246,6 +246,12 @@ main(int argc, char **argv)
 	CHECK(strcmp(c.out, "before\n") == 0, "output before the deadline kept: [%s]", c.out);
 	usleep(200000);
 	CHECK(!leftover(marker), "no process of the command survives the deadline");
+	/* A child that left the group (its own session) is found by parent pid and killed too. */
+	mark(marker, sizeof(marker), 4);
+	snprintf(script, sizeof(script), "setsid %s & %s", marker, marker);
+	CHECK(run(env, script, NULL, 600, &c, &res, err, 10) == HS_OK && res.timed_out, "deadline with setsid (%s)", err);
+	usleep(200000);
+	CHECK(!leftover(marker), "no process survives the deadline, not even a setsid child");
 
 	/* Cancel from another thread. */
 	struct canceller cc = { env, 77, 400000 };
