@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "core/capture.h"
+#include "core/cmds.h"
+#include "core/exec.h"
+#include "core/json.h"
 
 int
 hs_capture_init(struct hs_capture *c, size_t limit)
@@ -125,4 +128,25 @@ hs_capture_free(struct hs_capture *c)
 	free(c->head);
 	free(c->tail);
 	c->head = c->tail = NULL;
+}
+
+void
+hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capture cap[3])
+{
+	int trunc = 0;
+	hs_json_kint(g, "exit_code", res->timed_out ? HS_EXIT_TIMEOUT : res->exit_code);
+	for (int i = 1; i <= 2; i++) {
+		size_t n;
+		hs_capture_gap(&cap[i], res->dropped[i]);
+		char *b = hs_capture_join(&cap[i], &n);
+		hs_json_kbytes(g, i == 1 ? "stdout" : "stderr", b ? b : "", b ? n : 0);
+		free(b);
+		trunc |= cap[i].dropped > 0;
+	}
+	hs_json_kbool(g, "timed_out", res->timed_out);
+	hs_json_kbool(g, "cancelled", res->cancelled);
+	hs_json_kbool(g, "truncated", trunc);
+	hs_json_kint(g, "stdout_dropped", (long long)cap[1].dropped);
+	hs_json_kint(g, "stderr_dropped", (long long)cap[2].dropped);
+	hs_json_kint(g, "duration_ms", res->duration_ms);
 }

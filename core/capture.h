@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <yajl/yajl_gen.h>
+
 struct hs_capture {
 	char *head;
 	size_t head_len, head_max;
@@ -32,5 +34,14 @@ char *hs_capture_join(const struct hs_capture *c, size_t *len);
 char *hs_capture_from(const struct hs_capture *c, uint64_t offset, size_t *len, uint64_t *next,
                       int *gap);
 void hs_capture_free(struct hs_capture *c);
+
+struct hs_exec_out;
+/*
+ * An exec's result as JSON fields into an open map, for `hs run --json` and
+ * serve's exec reply: exit_code, stdout and stderr (cap[1], cap[2]: head and
+ * tail, with the gaps the runner reported recorded first), timed_out,
+ * cancelled, truncated, the dropped counts and duration_ms.
+ */
+void hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capture cap[3]);
 
 #endif /* HS_CAPTURE_H */

@@ -427,23 +427,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	if (json) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		hs_json_kint(g, "exit_code", res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code);
-		const char *names[] = { NULL, "stdout", "stderr" };
-		int trunc = 0;
-		for (int s = 1; s <= 2; s++) {
-			size_t n;
-			hs_capture_gap(&rs.cap[s], res.dropped[s]);
-			char *b = hs_capture_join(&rs.cap[s], &n);
-			hs_json_kbytes(g, names[s], b ? b : "", b ? n : 0);
-			free(b);
-			trunc |= rs.cap[s].dropped > 0;
-		}
-		hs_json_kbool(g, "timed_out", res.timed_out);
-		hs_json_kbool(g, "cancelled", res.cancelled);
-		hs_json_kbool(g, "truncated", trunc);
-		hs_json_kint(g, "stdout_dropped", (long long)rs.cap[1].dropped);
-		hs_json_kint(g, "stderr_dropped", (long long)rs.cap[2].dropped);
-		hs_json_kint(g, "duration_ms", res.duration_ms);
+		hs_capture_json_result(g, &res, rs.cap);
 		yajl_gen_map_close(g);
 		hs_json_emit(g, 1);
 		for (int s = 1; s <= 2; s++)

@@ -63,10 +63,7 @@ handle(struct srv *s, struct req *r)
 	char err[1024];
 
 	if (!strcmp(op, "hello")) {
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
+		yajl_gen g = srv_reply_ok(r->id);
 		hs_json_kstr(g, "server", "hs " PACKAGE_VERSION);
 		hs_json_kint(g, "protocol", 1);
 		yajl_gen_map_close(g);
@@ -144,10 +141,7 @@ handle(struct srv *s, struct req *r)
 		if (running && write(ss->cancel_pipe[1], "c", 1) < 0)
 			running = 0;
 		pthread_mutex_unlock(&ss->mu);
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
+		yajl_gen g = srv_reply_ok(r->id);
 		hs_json_kbool(g, "cancelled", running);
 		yajl_gen_map_close(g);
 		srv_emit(s, g);
@@ -175,10 +169,7 @@ handle(struct srv *s, struct req *r)
 			srv_reply_error(s, r->id, "no_request", "no pending approval request of that id");
 			goto done;
 		}
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
+		yajl_gen g = srv_reply_ok(r->id);
 		yajl_gen_map_close(g);
 		srv_emit(s, g);
 	} else if (!strcmp(op, "check")) {
@@ -191,10 +182,7 @@ handle(struct srv *s, struct req *r)
 		struct hs_analysis a;
 		hs_analyse(s->policy, command,
 		           cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST, &a);
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
+		yajl_gen g = srv_reply_ok(r->id);
 		hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
 		hs_json_key(g, "rules");
 		yajl_gen_array_open(g);
@@ -210,10 +198,7 @@ handle(struct srv *s, struct req *r)
 		srv_emit(s, g);
 	} else if (!strcmp(op, "backends")) {
 		yajl_val dv = hs_serve_val(r->root, "deep");
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
+		yajl_gen g = srv_reply_ok(r->id);
 		if (hs_backends_gen(s->c, dv && YAJL_IS_TRUE(dv), g) < 0) {
 			yajl_gen_free(g);
 			srv_reply_error(s, r->id, "internal", "out of memory");

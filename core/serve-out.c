@@ -140,6 +140,17 @@ srv_gen_id(yajl_gen g, yajl_val id)
 		yajl_gen_null(g);
 }
 
+/* A reply to request id with "ok": true, its map left open for the caller's fields. */
+yajl_gen
+srv_reply_ok(yajl_val id)
+{
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	srv_gen_id(g, id);
+	hs_json_kbool(g, "ok", 1);
+	return g;
+}
+
 void
 srv_reply_error(struct srv *s, yajl_val id, const char *code, const char *msg)
 {

@@ -163,10 +163,7 @@ start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const stru
 	hs_approval_audit(ss->srv->c, gate, an, verdict, 0, 0, 0);
 	char name[32];
 	snprintf(name, sizeof(name), "j%u", job->number);
-	yajl_gen g = hs_json_new();
-	yajl_gen_map_open(g);
-	srv_gen_id(g, r->id);
-	hs_json_kbool(g, "ok", 1);
+	yajl_gen g = srv_reply_ok(r->id);
 	hs_json_kstr(g, "job", name);
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
@@ -199,10 +196,7 @@ do_job(struct sess *ss, struct req *r)
 		srv_reply_error(s, r->id, "no_job", "no job of that name in this session");
 		return;
 	}
-	yajl_gen g = hs_json_new();
-	yajl_gen_map_open(g);
-	srv_gen_id(g, r->id);
-	hs_json_kbool(g, "ok", 1);
+	yajl_gen g = srv_reply_ok(r->id);
 	hs_json_kstr(g, "job", name);
 	if (!strcmp(action, "kill")) {
 		hs_json_kbool(g, "killed", !j->done && hs_conn_job_kill(&ss->cn, j) == 0);
@@ -392,26 +386,8 @@ do_exec(struct sess *ss, struct req *r)
 	if (rc < 0) {
 		srv_reply_error(s, r->id, "backend_error", err);
 	} else {
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
-		hs_json_kint(g, "exit_code", res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code);
-		int trunc = 0;
-		for (int i = 1; i <= 2; i++) {
-			size_t n;
-			hs_capture_gap(&k.cap[i], res.dropped[i]);
-			char *b = hs_capture_join(&k.cap[i], &n);
-			hs_json_kbytes(g, i == 1 ? "stdout" : "stderr", b ? b : "", b ? n : 0);
-			free(b);
-			trunc |= k.cap[i].dropped > 0;
-		}
-		hs_json_kbool(g, "timed_out", res.timed_out);
-		hs_json_kbool(g, "cancelled", res.cancelled);
-		hs_json_kbool(g, "truncated", trunc);
-		hs_json_kint(g, "stdout_dropped", (long long)k.cap[1].dropped);
-		hs_json_kint(g, "stderr_dropped", (long long)k.cap[2].dropped);
-		hs_json_kint(g, "duration_ms", res.duration_ms);
+		yajl_gen g = srv_reply_ok(r->id);
+		hs_capture_json_result(g, &res, k.cap);
 		if (k.stream)
 			hs_json_kint(g, "stream_dropped", (long long)k.stream_dropped);
 		yajl_gen_map_close(g);
@@ -481,10 +457,7 @@ do_open(struct sess *ss, struct req *r)
 	    strcmp(ss->cn.props.isolation, "namespaces") == 0 && spec.workdir &&
 	    !realpath(spec.workdir, ss->start_dir))
 		ss->start_dir[0] = 0;
-	yajl_gen g = hs_json_new();
-	yajl_gen_map_open(g);
-	srv_gen_id(g, r->id);
-	hs_json_kbool(g, "ok", 1);
+	yajl_gen g = srv_reply_ok(r->id);
 	hs_json_kstr(g, "session", ss->name);
 	hs_json_kstr(g, "backend", ss->cn.be->plugin.name);
 	hs_json_kbool(g, "host_access", ss->cn.props.host_access);
@@ -509,10 +482,7 @@ do_close(struct sess *ss, struct req *r, int keep)
 	}
 	ss->opened = 0;
 	if (r) {
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
+		yajl_gen g = srv_reply_ok(r->id);
 		hs_json_kstr(g, "session", ss->name);
 		hs_json_kbool(g, "kept", keep);
 		yajl_gen_map_close(g);
@@ -552,10 +522,7 @@ do_file(struct sess *ss, struct req *r, int put)
 			srv_reply_error(s, r->id, "file_error", err);
 			return;
 		}
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, r->id);
-		hs_json_kbool(g, "ok", 1);
+		yajl_gen g = srv_reply_ok(r->id);
 		hs_json_kint(g, "size", len);
 		yajl_gen_map_close(g);
 		srv_emit(s, g);
@@ -567,10 +534,7 @@ do_file(struct sess *ss, struct req *r, int put)
 		srv_reply_error(s, r->id, "file_error", err);
 		return;
 	}
-	yajl_gen g = hs_json_new();
-	yajl_gen_map_open(g);
-	srv_gen_id(g, r->id);
-	hs_json_kbool(g, "ok", 1);
+	yajl_gen g = srv_reply_ok(r->id);
 	hs_json_kint(g, "size", (long long)len);
 	hs_json_kbytes(g, "data", buf, len);
 	yajl_gen_map_close(g);

@@ -80,6 +80,8 @@ int srv_emit_stream(struct sess *ss, yajl_gen g);
 void *srv_writer(void *arg);
 /* The "id" member of a reply: the request's id, or null. */
 void srv_gen_id(yajl_gen g, yajl_val id);
+/* A reply to id with "ok": true, its map left open for the caller's fields. */
+yajl_gen srv_reply_ok(yajl_val id);
 /* Queue an error reply with code and message. */
 void srv_reply_error(struct srv *s, yajl_val id, const char *code, const char *msg);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,4 +103,21 @@ hs_attach_slot(pid_t *pids, int n)
 		if (pids[i] == 0)
 			return i;
 	return -1;
+}
+
+int32_t
+hs_attach_private_dir(const char *dir, char *err)
+{
+	struct stat sb;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, HS_ERR_MAX, "cannot create '%s': %s", dir, strerror(errno));
+		return HS_E_IO;
+	}
+	if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
+	    (sb.st_mode & 07777) != 0700) {
+		snprintf(err, HS_ERR_MAX, "'%s' is not a private directory of this user (want mode 0700)",
+		         dir);
+		return HS_E_PERM;
+	}
+	return HS_OK;
 }

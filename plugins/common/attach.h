@@ -36,4 +36,12 @@ void hs_attach_reap(pid_t *pids, int n, int block_ms);
 /* Reap what has exited, then the index of a free slot, or -1 when all are busy. */
 int hs_attach_slot(pid_t *pids, int n);
 
+/*
+ * The session's runtime directory on this host (the runner's socket and
+ * spool): created 0700 if missing, then checked with lstat to be a
+ * directory of this user with mode 0700.  HS_OK, or HS_E_IO / HS_E_PERM
+ * with a one-line reason in err (HS_ERR_MAX bytes).
+ */
+int32_t hs_attach_private_dir(const char *dir, char *err);
+
 #endif

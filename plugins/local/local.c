@@ -222,24 +222,6 @@ lo_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 	return HS_OK;
 }
 
-/* The session's runtime directory: created 0700, then checked with lstat. */
-static int32_t
-lo_private_dir(const char *dir, char *err)
-{
-	struct stat sb;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, HS_ERR_MAX, "cannot create '%s': %s", dir, strerror(errno));
-		return HS_E_IO;
-	}
-	if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-	    (sb.st_mode & 07777) != 0700) {
-		snprintf(err, HS_ERR_MAX, "'%s' is not a private directory of this user (want mode 0700)",
-		         dir);
-		return HS_E_PERM;
-	}
-	return HS_OK;
-}
-
 /* Is dir "/" or the home directory, or above it? */
 static int
 exposes_home(const char *dir)
@@ -473,7 +455,7 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		free(env);
 		return HS_E_INVALID;
 	}
-	rc = lo_private_dir(env->dir, err);
+	rc = hs_attach_private_dir(env->dir, err);
 	if (rc != HS_OK) {
 		free(env);
 		return rc;

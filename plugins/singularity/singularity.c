@@ -66,23 +66,6 @@ sg_find_in_path(const char *prog, char *out, size_t len)
 	return -1;
 }
 
-static int
-sg_mkdir_private(const char *dir, char *err)
-{
-	struct stat sb;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, HS_ERR_MAX, "cannot create '%s': %s", dir, strerror(errno));
-		return HS_E_IO;
-	}
-	if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-	    (sb.st_mode & 07777) != 0700) {
-		snprintf(err, HS_ERR_MAX, "'%s' is not a private directory of this user (want mode 0700)",
-		         dir);
-		return HS_E_PERM;
-	}
-	return HS_OK;
-}
-
 /*
  * Scratch: create missing directories (0700) down to dir, then require dir
  * to be this user's and writable by nobody else.
@@ -328,7 +311,7 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	snprintf(env->rundir, sizeof(env->rundir), "%s/%s", h->runtime_dir, env->name);
 	snprintf(env->shellfile, sizeof(env->shellfile), "%s/%s.shell", h->state_dir, env->name);
 	snprintf(env->logfile, sizeof(env->logfile), "%s/%s.log", h->state_dir, env->name);
-	rc = sg_mkdir_private(env->rundir, err);
+	rc = hs_attach_private_dir(env->rundir, err);
 	if (rc != HS_OK)
 		return rc;
 	if (statfs(env->rundir, &sf) == 0 && sf.f_type == SG_NFS_MAGIC) {
