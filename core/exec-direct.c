@@ -67,9 +67,11 @@ send_cancel(struct direct *d)
 	int send = !d->cancel_taken && !d->done;
 	d->cancel_sent = 1;
 	pthread_mutex_unlock(&d->lock);
-	if (!send || !d->cn->be->plugin.desc.cancel)
+	if (!send)
 		return;
-	if (d->cn->be->plugin.desc.cancel(d->cn->env, d->id) != HS_E_NOTFOUND) {
+	/* A plugin without cancel cannot be asked again: nothing is left pending. */
+	int32_t (*cancel)(void *, uint64_t) = d->cn->be->plugin.desc.cancel;
+	if (!cancel || cancel(d->cn->env, d->id) != HS_E_NOTFOUND) {
 		pthread_mutex_lock(&d->lock);
 		d->cancel_taken = 1;
 		pthread_mutex_unlock(&d->lock);
