@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/approval.h"
 #include "core/cmds.h"
 #include "core/core.h"
 #include "core/hsconf.h"
@@ -42,17 +43,26 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "context", required_argument, NULL, 'c' },
+		{ "approval", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum hs_context ctx = HS_CONTEXT_HOST;
-	int json = 0, o;
+	int json = 0, o, show_mode = 0;
 	char err[1024];
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "+jc:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+jc:A:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'j': json = 1; break;
+		case 'A':
+			/* Through the config layers, so a locked admin mode is what is reported. */
+			if (hs_conf_set_cli(c->conf, "approval", optarg, err, sizeof(err)) < 0) {
+				hs_die_msg("--approval: %s", err);
+				return HS_EXIT_USAGE;
+			}
+			show_mode = 1;
+			break;
 		case 'c':
 			if (strcmp(optarg, "host") == 0)
 				ctx = HS_CONTEXT_HOST;
@@ -64,11 +74,14 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: hs check [--json] [--context host|sandbox] -- COMMAND\n\n"
+			printf("usage: hs check [--json] [--context host|sandbox] [--approval MODE] -- COMMAND\n\n"
 			       "Print the safety verdict for COMMAND without running it: allow, ask (needs\n"
 			       "approval) or deny (never runs).  The words of COMMAND are joined with spaces\n"
 			       "and read as one shell string.  --context sandbox: as if inside a sandbox\n"
-			       "without host access (rules of sandbox scope do not apply); default host.\n\n"
+			       "without host access (rules of sandbox scope do not apply); default host.\n"
+			       "--approval ask|deny|approve: also say whether hs run in that mode would run\n"
+			       "it with nobody to answer (--json always reports \"runs\" for the configured\n"
+			       "mode).\n\n"
 			       "exit status: 0 allow, 1 ask, 2 deny, 125 error\n");
 			return 0;
 		default:
@@ -88,6 +101,15 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 	}
 	struct hs_analysis a;
 	hs_analyse(pol, command, ctx, &a);
+	/* What the mode would do with nobody to answer: the decision hs run makes,
+	 * allow list included, minus the prompt. */
+	const char *mode_s = "ask";
+	hs_conf_string(c->conf, "approval", &mode_s);
+	int mode = hs_approval_mode_parse(mode_s);
+	struct hs_approval_out dec;
+	int runs = mode >= 0 && hs_approval_decide(c, mode, command, &a, NULL, NULL, &dec);
+	if (mode < 0)
+		snprintf(dec.why, sizeof(dec.why), "unknown approval mode '%s'", mode_s);
 	if (json) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
@@ -104,6 +126,10 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 		yajl_gen_array_close(g);
 		if (a.opaque)
 			hs_json_kstr(g, "opaque", a.opaque_reason);
+		hs_json_kstr(g, "approval", mode_s);
+		hs_json_kbool(g, "runs", runs);
+		if (!runs)
+			hs_json_kstr(g, "why", dec.why);
 		yajl_gen_map_close(g);
 		hs_json_emit(g, 1);
 	} else {
@@ -111,6 +137,9 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 		for (size_t i = 0; i < a.n_findings; i++)
 			printf("  %s (%s): %s\n", a.findings[i].rule_id,
 			       a.findings[i].hardline ? "hardline" : "dangerous", a.findings[i].description);
+		if (show_mode)
+			printf("approval %s: %s%s%s\n", mode_s, runs ? "runs" : "does not run",
+			       runs ? "" : " - ", runs ? "" : dec.why);
 	}
 	free(command);
 	return a.verdict == HS_VERDICT_ALLOW ? 0 : a.verdict == HS_VERDICT_ASK ? 1 : 2;
