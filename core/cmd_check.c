@@ -38,6 +38,41 @@ join_words(int argc, char **argv)
 }
 
 int
+hs_check_gen(struct hs_core *c, const char *command, int context, const char *mode, yajl_gen g)
+{
+	char err[1024];
+	struct hs_policy *pol = hs_core_policy(c, err, sizeof(err));
+	int m = hs_approval_mode_parse(mode);
+	struct hs_analysis a;
+	struct hs_approval_out dec;
+
+	if (!pol || m < 0)
+		return -1;
+	hs_analyse(pol, command, (enum hs_context)context, &a);
+	/* What the mode would do with nobody to answer: the decision hs run makes,
+	 * allow list included, minus the prompt. */
+	int runs = hs_approval_decide(c, m, command, &a, NULL, NULL, &dec);
+	hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
+	hs_json_key(g, "rules");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a.n_findings; i++) {
+		yajl_gen_map_open(g);
+		hs_json_kstr(g, "id", a.findings[i].rule_id);
+		hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
+		hs_json_kstr(g, "description", a.findings[i].description);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	if (a.opaque)
+		hs_json_kstr(g, "opaque", a.opaque_reason);
+	hs_json_kstr(g, "approval", hs_approval_mode_name(m));
+	hs_json_kbool(g, "runs", runs);
+	if (!runs)
+		hs_json_kstr(g, "why", dec.why);
+	return (int)a.verdict;
+}
+
+int
 hs_cmd_check(struct hs_core *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -99,50 +134,38 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 		free(command);
 		return HS_EXIT_FAIL;
 	}
-	struct hs_analysis a;
-	hs_analyse(pol, command, ctx, &a);
-	/* What the mode would do with nobody to answer: the decision hs run makes,
-	 * allow list included, minus the prompt. */
 	const char *mode_s = "ask";
 	hs_conf_string(c->conf, "approval", &mode_s);
-	int mode = hs_approval_mode_parse(mode_s);
-	struct hs_approval_out dec;
-	int runs = mode >= 0 && hs_approval_decide(c, mode, command, &a, NULL, NULL, &dec);
-	if (mode < 0)
-		snprintf(dec.why, sizeof(dec.why), "unknown approval mode '%s'", mode_s);
+	int verdict;
 	if (json) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
-		hs_json_key(g, "rules");
-		yajl_gen_array_open(g);
-		for (size_t i = 0; i < a.n_findings; i++) {
-			yajl_gen_map_open(g);
-			hs_json_kstr(g, "id", a.findings[i].rule_id);
-			hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
-			hs_json_kstr(g, "description", a.findings[i].description);
-			yajl_gen_map_close(g);
-		}
-		yajl_gen_array_close(g);
-		if (a.opaque)
-			hs_json_kstr(g, "opaque", a.opaque_reason);
-		hs_json_kstr(g, "approval", mode_s);
-		hs_json_kbool(g, "runs", runs);
-		if (!runs)
-			hs_json_kstr(g, "why", dec.why);
+		verdict = hs_check_gen(c, command, ctx, mode_s, g);
 		yajl_gen_map_close(g);
+		if (verdict < 0) {
+			yajl_gen_free(g);
+			hs_die_msg("unknown approval mode '%s' (deny, ask or approve)", mode_s);
+			free(command);
+			return HS_EXIT_FAIL;
+		}
 		hs_json_emit(g, 1);
 	} else {
+		struct hs_analysis a;
+		struct hs_approval_out dec;
+		hs_analyse(pol, command, ctx, &a);
+		verdict = (int)a.verdict;
 		printf("%s\n", hs_verdict_name(a.verdict));
 		for (size_t i = 0; i < a.n_findings; i++)
 			printf("  %s (%s): %s\n", a.findings[i].rule_id,
 			       a.findings[i].hardline ? "hardline" : "dangerous", a.findings[i].description);
-		if (show_mode)
+		if (show_mode) {
+			int runs = hs_approval_decide(c, hs_approval_mode_parse(mode_s), command, &a, NULL, NULL, &dec);
 			printf("approval %s: %s%s%s\n", mode_s, runs ? "runs" : "does not run",
 			       runs ? "" : " - ", runs ? "" : dec.why);
+		}
 	}
 	free(command);
-	return a.verdict == HS_VERDICT_ALLOW ? 0 : a.verdict == HS_VERDICT_ASK ? 1 : 2;
+	return verdict == HS_VERDICT_ALLOW ? 0 : verdict == HS_VERDICT_ASK ? 1 : 2;
 }
 
 int
