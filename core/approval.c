@@ -99,6 +99,20 @@ rules_text(const struct hs_analysis *a, char *out, size_t len)
 	}
 }
 
+/*
+ * Did the analyser fail to read a command it judged in host context?  Its
+ * finding "opaque" says so; a list full of findings may have had no room
+ * for it, and then the opaque flag alone decides.
+ */
+static int
+unreadable(const struct hs_analysis *a)
+{
+	for (size_t i = 0; i < a->n_findings; i++)
+		if (strcmp(a->findings[i].rule_id, "opaque") == 0)
+			return 1;
+	return a->opaque && a->n_findings >= HS_MAX_FINDINGS;
+}
+
 int
 hs_approval_decide(struct hs_core *c, int mode, const char *command, const struct hs_analysis *a,
                    struct hs_grants *grants, const struct hs_asker *asker,
@@ -130,6 +144,19 @@ hs_approval_decide(struct hs_core *c, int mode, const char *command, const struc
 		out->decision = by_session ? "session" : "always";
 		out->approver = by_session ? "grant" : "allowlist";
 		return 1;
+	}
+	/*
+	 * The floor under approve mode: it grants what the analyser has read and
+	 * judged, never what it could not read.  Approve mode is the unattended
+	 * one, so an opaque command is denied; ask mode puts it to a person.
+	 */
+	if (mode == HS_APPROVAL_APPROVE && unreadable(a)) {
+		out->decision = "deny";
+		out->approver = "mode:approve";
+		snprintf(out->why, sizeof(out->why), "denied: the analyser cannot read this command (%s); "
+		         "approve mode never runs what it cannot read (write it plainly, or use --approval ask "
+		         "on a terminal)", a->opaque_reason);
+		return 0;
 	}
 	switch (mode) {
 	case HS_APPROVAL_APPROVE:

@@ -55,7 +55,9 @@ struct hs_approval_out {
  * Decide whether command (analysed into a) may run under mode.  Findings
  * covered by session grants or the persistent allow list need no question;
  * "always" answers are added to the allow list.  asker may be NULL (nobody
- * can answer: ask behaves as deny).  Returns 1 to run, 0 denied.
+ * can answer: ask behaves as deny).  Approve mode never grants an opaque
+ * command (rule "opaque"): it is denied, unless a grant covers it.
+ * Returns 1 to run, 0 denied.
  */
 int hs_approval_decide(struct hs_core *c, int mode, const char *command, const struct hs_analysis *a,
                        struct hs_grants *grants, const struct hs_asker *asker,

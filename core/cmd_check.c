@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/approval.h"
 #include "core/cmds.h"
 #include "core/core.h"
 #include "core/hsconf.h"
@@ -37,22 +38,66 @@ join_words(int argc, char **argv)
 }
 
 int
+hs_check_gen(struct hs_core *c, const char *command, int context, const char *mode, yajl_gen g)
+{
+	char err[1024];
+	struct hs_policy *pol = hs_core_policy(c, err, sizeof(err));
+	int m = hs_approval_mode_parse(mode);
+	struct hs_analysis a;
+	struct hs_approval_out dec;
+
+	if (!pol || m < 0)
+		return -1;
+	hs_analyse(pol, command, (enum hs_context)context, &a);
+	/* What the mode would do with nobody to answer: the decision hs run makes,
+	 * allow list included, minus the prompt. */
+	int runs = hs_approval_decide(c, m, command, &a, NULL, NULL, &dec);
+	hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
+	hs_json_key(g, "rules");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a.n_findings; i++) {
+		yajl_gen_map_open(g);
+		hs_json_kstr(g, "id", a.findings[i].rule_id);
+		hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
+		hs_json_kstr(g, "description", a.findings[i].description);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	if (a.opaque)
+		hs_json_kstr(g, "opaque", a.opaque_reason);
+	hs_json_kstr(g, "approval", hs_approval_mode_name(m));
+	hs_json_kbool(g, "runs", runs);
+	if (!runs)
+		hs_json_kstr(g, "why", dec.why);
+	return (int)a.verdict;
+}
+
+int
 hs_cmd_check(struct hs_core *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "context", required_argument, NULL, 'c' },
+		{ "approval", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum hs_context ctx = HS_CONTEXT_HOST;
-	int json = 0, o;
+	int json = 0, o, show_mode = 0;
 	char err[1024];
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "+jc:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+jc:A:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'j': json = 1; break;
+		case 'A':
+			/* Through the config layers, so a locked admin mode is what is reported. */
+			if (hs_conf_set_cli(c->conf, "approval", optarg, err, sizeof(err)) < 0) {
+				hs_die_msg("--approval: %s", err);
+				return HS_EXIT_USAGE;
+			}
+			show_mode = 1;
+			break;
 		case 'c':
 			if (strcmp(optarg, "host") == 0)
 				ctx = HS_CONTEXT_HOST;
@@ -64,11 +109,14 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: hs check [--json] [--context host|sandbox] -- COMMAND\n\n"
+			printf("usage: hs check [--json] [--context host|sandbox] [--approval MODE] -- COMMAND\n\n"
 			       "Print the safety verdict for COMMAND without running it: allow, ask (needs\n"
 			       "approval) or deny (never runs).  The words of COMMAND are joined with spaces\n"
 			       "and read as one shell string.  --context sandbox: as if inside a sandbox\n"
-			       "without host access (rules of sandbox scope do not apply); default host.\n\n"
+			       "without host access (rules of sandbox scope do not apply); default host.\n"
+			       "--approval ask|deny|approve: also say whether hs run in that mode would run\n"
+			       "it with nobody to answer (--json always reports \"runs\" for the configured\n"
+			       "mode).\n\n"
 			       "exit status: 0 allow, 1 ask, 2 deny, 125 error\n");
 			return 0;
 		default:
@@ -86,34 +134,38 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 		free(command);
 		return HS_EXIT_FAIL;
 	}
-	struct hs_analysis a;
-	hs_analyse(pol, command, ctx, &a);
+	const char *mode_s = "ask";
+	hs_conf_string(c->conf, "approval", &mode_s);
+	int verdict;
 	if (json) {
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
-		hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
-		hs_json_key(g, "rules");
-		yajl_gen_array_open(g);
-		for (size_t i = 0; i < a.n_findings; i++) {
-			yajl_gen_map_open(g);
-			hs_json_kstr(g, "id", a.findings[i].rule_id);
-			hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
-			hs_json_kstr(g, "description", a.findings[i].description);
-			yajl_gen_map_close(g);
-		}
-		yajl_gen_array_close(g);
-		if (a.opaque)
-			hs_json_kstr(g, "opaque", a.opaque_reason);
+		verdict = hs_check_gen(c, command, ctx, mode_s, g);
 		yajl_gen_map_close(g);
+		if (verdict < 0) {
+			yajl_gen_free(g);
+			hs_die_msg("unknown approval mode '%s' (deny, ask or approve)", mode_s);
+			free(command);
+			return HS_EXIT_FAIL;
+		}
 		hs_json_emit(g, 1);
 	} else {
+		struct hs_analysis a;
+		struct hs_approval_out dec;
+		hs_analyse(pol, command, ctx, &a);
+		verdict = (int)a.verdict;
 		printf("%s\n", hs_verdict_name(a.verdict));
 		for (size_t i = 0; i < a.n_findings; i++)
 			printf("  %s (%s): %s\n", a.findings[i].rule_id,
 			       a.findings[i].hardline ? "hardline" : "dangerous", a.findings[i].description);
+		if (show_mode) {
+			int runs = hs_approval_decide(c, hs_approval_mode_parse(mode_s), command, &a, NULL, NULL, &dec);
+			printf("approval %s: %s%s%s\n", mode_s, runs ? "runs" : "does not run",
+			       runs ? "" : " - ", runs ? "" : dec.why);
+		}
 	}
 	free(command);
-	return a.verdict == HS_VERDICT_ALLOW ? 0 : a.verdict == HS_VERDICT_ASK ? 1 : 2;
+	return verdict == HS_VERDICT_ALLOW ? 0 : verdict == HS_VERDICT_ASK ? 1 : 2;
 }
 
 int

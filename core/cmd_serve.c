@@ -179,21 +179,19 @@ handle(struct srv *s, struct req *r)
 			srv_reply_error(s, r->id, "invalid_request", "check needs a \"command\" string");
 			goto done;
 		}
-		struct hs_analysis a;
-		hs_analyse(s->policy, command,
-		           cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST, &a);
-		yajl_gen g = srv_reply_ok(r->id);
-		hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
-		hs_json_key(g, "rules");
-		yajl_gen_array_open(g);
-		for (size_t i = 0; i < a.n_findings; i++) {
-			yajl_gen_map_open(g);
-			hs_json_kstr(g, "id", a.findings[i].rule_id);
-			hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
-			hs_json_kstr(g, "description", a.findings[i].description);
-			yajl_gen_map_close(g);
+		/* "runs" is judged for the request's "approval" mode, else the configured one. */
+		const char *mode = hs_serve_str(r->root, "approval");
+		if (!mode) {
+			mode = "ask";
+			hs_conf_string(s->c->conf, "approval", &mode);
 		}
-		yajl_gen_array_close(g);
+		yajl_gen g = srv_reply_ok(r->id);
+		if (hs_check_gen(s->c, command, cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST,
+		                 mode, g) < 0) {
+			yajl_gen_free(g);
+			srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
+			goto done;
+		}
 		yajl_gen_map_close(g);
 		srv_emit(s, g);
 	} else if (!strcmp(op, "backends")) {

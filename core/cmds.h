@@ -17,6 +17,14 @@ struct hs_core;
 /* The "backends" member of hs backends --json (a key and an array), for serve too. */
 int hs_backends_gen(struct hs_core *c, int deep, yajl_gen g);
 
+/*
+ * The members of a check answer (hs check --json, serve's check) into the
+ * open map g: verdict, rules, opaque, approval (mode, "deny"/"ask"/"approve"),
+ * runs (would hs run in that mode, with nobody to answer, run it?) and why.
+ * Returns the verdict (enum hs_verdict); -1 for an unknown mode (nothing written).
+ */
+int hs_check_gen(struct hs_core *c, const char *command, int context, const char *mode, yajl_gen g);
+
 int hs_cmd_backends(struct hs_core *c, int argc, char **argv);
 int hs_cmd_plugin_check(struct hs_core *c, int argc, char **argv);
 int hs_cmd_run(struct hs_core *c, int argc, char **argv);

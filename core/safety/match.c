@@ -14,9 +14,10 @@
 
 #include "core/safety/internal.h"
 
-#define MAX_OPTS 64
-#define MAX_POS 128
-#define MAX_TARGETS 64
+/* Bounds of one command's parsed argv; a command past them is opaque (see hs_match_cmd). */
+#define MAX_OPTS 256
+#define MAX_POS 512
+#define MAX_TARGETS (MAX_POS + 128) /* every positional may be a written file, plus redirections */
 
 struct opt {
 	const char *name;
@@ -36,6 +37,7 @@ struct parsed {
 	int nreads;
 	const char *redirs[MAX_TARGETS];
 	int nredirs;
+	int overflow; /* a word did not fit: the rules did not see all of it */
 };
 
 struct mctx {
@@ -67,8 +69,10 @@ long_takes_arg(const struct hs_progdecl *d, const char *name, size_t len)
 static void
 add_opt(struct parsed *pa, const char *name, size_t len, int is_long, const char *value)
 {
-	if (pa->nopt >= MAX_OPTS)
+	if (pa->nopt >= MAX_OPTS) {
+		pa->overflow = 1;
 		return;
+	}
 	pa->opts[pa->nopt].name = name;
 	pa->opts[pa->nopt].len = len;
 	pa->opts[pa->nopt].is_long = is_long;
@@ -90,6 +94,8 @@ parse_argv(struct mctx *m)
 		if (endopts || a[0] != '-' || !a[1] || a[0] == HS_SH_DYN_CHAR) {
 			if (pa->npos < MAX_POS)
 				pa->pos[pa->npos++] = a;
+			else
+				pa->overflow = 1;
 			continue;
 		}
 		if (a[1] == '-') {
@@ -227,10 +233,14 @@ progset_in(const struct hs_strlist *l, const struct hs_progset *s)
 }
 
 static void
-add_target(const char **arr, int *n, const char *t)
+add_target(struct parsed *pa, const char **arr, int *n, const char *t)
 {
-	if (*n < MAX_TARGETS && t && *t)
+	if (!t || !*t)
+		return;
+	if (*n < MAX_TARGETS)
 		arr[(*n)++] = t;
+	else
+		pa->overflow = 1;
 }
 
 /* Where does this command write and read?  Redirections, plus what its declaration says. */
@@ -250,11 +260,11 @@ compute_targets(struct mctx *m)
 			continue;
 		if (r->op == HS_R_DUP_IN || (r->op == HS_R_DUP_OUT))
 			continue;
-		add_target(pa->redirs, &pa->nredirs, t);
+		add_target(pa, pa->redirs, &pa->nredirs, t);
 		if (r->op == HS_R_IN || r->op == HS_R_RW)
-			add_target(pa->reads, &pa->nreads, t);
+			add_target(pa, pa->reads, &pa->nreads, t);
 		if (r->op != HS_R_IN)
-			add_target(pa->writes, &pa->nwrites, t);
+			add_target(pa, pa->writes, &pa->nwrites, t);
 	}
 	if (!d || (d->writes == HS_WR_NONE && !d->write_opts.n))
 		return;
@@ -263,25 +273,25 @@ compute_targets(struct mctx *m)
 	switch (d->writes) {
 	case HS_WR_ARGS:
 		for (i = 0; i < pa->npos; i++)
-			add_target(pa->writes, &pa->nwrites, pa->pos[i]);
+			add_target(pa, pa->writes, &pa->nwrites, pa->pos[i]);
 		break;
 	case HS_WR_LAST:
 		if (pa->npos)
-			add_target(pa->writes, &pa->nwrites, pa->pos[pa->npos - 1]);
+			add_target(pa, pa->writes, &pa->nwrites, pa->pos[pa->npos - 1]);
 		break;
 	case HS_WR_KV:
 		for (i = 1; i < m->c->argc; i++) {
 			size_t kl = strlen(d->writes_key);
 
 			if (!strncmp(m->c->argv[i], d->writes_key, kl) && m->c->argv[i][kl] == '=')
-				add_target(pa->writes, &pa->nwrites, m->c->argv[i] + kl + 1);
+				add_target(pa, pa->writes, &pa->nwrites, m->c->argv[i] + kl + 1);
 		}
 		break;
 	}
 	for (k = 0; k < d->write_opts.n; k++)
 		for (i = 0; i < pa->nopt; i++)
 			if (pa->opts[i].value && spec_matches_opt(m, &d->write_opts.v[k], &pa->opts[i]))
-				add_target(pa->writes, &pa->nwrites, pa->opts[i].value);
+				add_target(pa, pa->writes, &pa->nwrites, pa->opts[i].value);
 }
 
 /* indexed: r came from the program index, so it names c->prog exactly. */
@@ -371,9 +381,12 @@ hs_match_cmd(struct hs_actx *x, const struct hs_cmd *c)
 	m.x = x;
 	m.c = c;
 	m.decl = e ? e->decl : NULL;
-	m.pa.nopt = m.pa.npos = m.pa.nwrites = m.pa.nreads = m.pa.nredirs = 0;
+	m.pa.nopt = m.pa.npos = m.pa.nwrites = m.pa.nreads = m.pa.nredirs = m.pa.overflow = 0;
 	parse_argv(&m);
 	compute_targets(&m);
+	/* Padding a command with words must not push a flag or a target out of sight. */
+	if (m.pa.overflow)
+		hs_actx_opaque(x, "command has too many words to analyse");
 	/* Rules indexed under the program name first, then the generic ones. */
 	if (e)
 		for (k = 0; k < e->n; k++)

@@ -30,7 +30,7 @@ struct wrapper {
 
 static const char *const sudo_long[] = { "user", "group", "prompt", "chdir", "chroot", "close-from",
 	"host", "role", "type", "command-timeout", "other-user", NULL };
-static const char *const env_long[] = { "unset", "chdir", "block-signal", "default-signal", "ignore-signal", NULL };
+static const char *const env_long[] = { "unset", "chdir", "block-signal", "default-signal", "ignore-signal", "argv0", NULL };
 static const char *const timeout_long[] = { "signal", "kill-after", NULL };
 static const char *const nice_long[] = { "adjustment", NULL };
 static const char *const time_long[] = { "format", "output", NULL };
@@ -58,7 +58,7 @@ static const struct wrapper wrappers[] = {
 	{ "dash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
 	{ "dbus-run-session", R_WRAPPER, "", none_long, "", 0, 0, NULL },
 	{ "doas", R_WRAPPER, "uC", none_long, "", 0, 0, NULL },
-	{ "env", R_WRAPPER, "uC", env_long, "", 0, 1, NULL },
+	{ "env", R_WRAPPER, "uCa", env_long, "", 0, 1, NULL },
 	{ "eval", R_EVAL, NULL, none_long, "", 0, 0, NULL },
 	{ "exec", R_WRAPPER, "a", none_long, "", 0, 0, NULL },
 	{ "fakeroot", R_WRAPPER, "", none_long, "", 0, 0, NULL },

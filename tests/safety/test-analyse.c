@@ -250,8 +250,44 @@ test_argv_semantics(void **s)
 	ALLOW("git commit -m 'git push --force'");
 	ASK("git branch -D x");
 	ALLOW("git branch -d x");
-	ASK("kill -9 -1");
+	DENY("kill -9 -1"); /* hardline on the host (sys.kill-all) */
 	ALLOW("kill -9 1234");
+}
+
+/* Build "PREFIX" + N x "WORD " + "SUFFIX" and return its verdict. */
+static enum hs_verdict
+padded(const char *prefix, const char *word, int n, const char *suffix)
+{
+	size_t len = strlen(prefix) + (size_t)n * strlen(word) + strlen(suffix) + 1;
+	char *cmd = malloc(len), *p;
+	enum hs_verdict v;
+	int i;
+
+	assert_non_null(cmd);
+	p = cmd + sprintf(cmd, "%s", prefix);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "%s", word);
+	sprintf(p, "%s", suffix);
+	v = verdict(cmd);
+	free(cmd);
+	return v;
+}
+
+/*
+ * Words past the parser's bounds used to be dropped unseen, so padding
+ * hid a flag or a target: "rm -v (x70) -rf /" was allowed.  A command
+ * that does not fit is opaque now; many plain words still pass.
+ */
+static void
+test_padding(void **s)
+{
+	(void)s;
+	assert_int_not_equal(padded("rm ", "-v ", 300, "-rf /"), HS_VERDICT_ALLOW);
+	assert_int_not_equal(padded("rm -rf ", "x ", 600, "/"), HS_VERDICT_ALLOW);
+	assert_int_not_equal(padded("cat x ", "> /dev/null ", 700, "> /dev/sda"), HS_VERDICT_ALLOW);
+	assert_int_not_equal(padded("docker ", "--opt val ", 300, "-H ssh://prod ps"), HS_VERDICT_ALLOW);
+	assert_int_equal(padded("rm -f ", "build/f.o ", 400, ""), HS_VERDICT_ALLOW);
+	assert_int_equal(padded("ls ", "-l ", 100, "."), HS_VERDICT_ALLOW);
 }
 
 static void
@@ -455,6 +491,7 @@ main(void)
 		cmocka_unit_test(test_shell_payloads),
 		cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_semantics),
+		cmocka_unit_test(test_padding),
 		cmocka_unit_test(test_sandbox_context),
 		cmocka_unit_test(test_findings),
 		cmocka_unit_test(test_protected_paths_from_core),
