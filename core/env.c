@@ -137,6 +137,67 @@ nomem:
 	return -1;
 }
 
+char *
+hs_env_gate_command(const char *const *sets, size_t n_sets, const char *command)
+{
+	size_t len = strlen(command) + 4;
+
+	for (size_t i = 0; i < n_sets; i++)
+		len += 4 * strlen(sets[i]) + 4;
+	char *out = malloc(len), *w = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		if (!eq)
+			continue;
+		/* NAME='VALUE' with each ' written as '\'' : the analyser reads it back exactly. */
+		memcpy(w, sets[i], (size_t)(eq - sets[i]) + 1);
+		w += eq - sets[i] + 1;
+		*w++ = '\'';
+		for (const char *v = eq + 1; *v; v++) {
+			if (*v == '\'') {
+				memcpy(w, "'\\''", 4);
+				w += 4;
+			} else {
+				*w++ = *v;
+			}
+		}
+		*w++ = '\'';
+		*w++ = ' ';
+	}
+	/* The assignments stand alone (":"), then the command as given. */
+	if (n_sets) {
+		memcpy(w, ":; ", 3);
+		w += 3;
+	}
+	strcpy(w, command);
+	return out;
+}
+
+int
+hs_env_hide_secrets(char **envp)
+{
+	int rc = 0;
+
+	for (size_t i = 0; envp && envp[i]; i++) {
+		char *kv = envp[i], *eq = strchr(kv, '=');
+		if (!eq || !eq[1] || !hs_env_is_secret_name(kv, (size_t)(eq - kv)))
+			continue;
+		char *name = strndup(kv, (size_t)(eq - kv));
+		/* setenv() points envp[i] at a heap copy, so getenv() keeps working. */
+		if (!name || setenv(name, eq + 1, 1) < 0 || envp[i] == kv) {
+			free(name);
+			rc = -1;
+			continue;
+		}
+		free(name);
+		/* /proc/PID/environ reads the original block: wipe the value there. */
+		memset(eq + 1, 0, strlen(eq + 1));
+	}
+	return rc;
+}
+
 void
 hs_env_free(struct hs_envlist *e)
 {

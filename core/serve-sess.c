@@ -16,6 +16,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/approval.h"
+#include "core/guard.h"
 #include "core/capture.h"
 #include "core/cmds.h"
 #include "core/core.h"
@@ -295,10 +296,17 @@ do_exec(struct sess *ss, struct req *r)
 	const char *bad = NULL;
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
 	int built = hs_env_build(&env, environ, pass, n_pass, sets, n_sets, ss->cn.merge_env, &bad);
+	/* env variables are judged with the command: BASH_ENV=x runs code too. */
+	char *gate_cmd = built < 0 ? NULL : hs_env_gate_command(sets, n_sets, command);
 	for (size_t i = 0; i < n_sets; i++)
 		free(kv[i]);
 	if (built < 0) {
 		srv_reply_error(s, r->id, "invalid_request", "env: invalid variable name");
+		return;
+	}
+	if (!gate_cmd) {
+		srv_reply_error(s, r->id, "internal", "out of memory");
+		hs_env_free(&env);
 		return;
 	}
 	struct hs_redactor *red = NULL;
@@ -309,7 +317,7 @@ do_exec(struct sess *ss, struct req *r)
 	struct hs_gate gate = {
 		.session = ss->name,
 		.backend = ss->cn.be->plugin.name,
-		.command = command,
+		.command = gate_cmd,
 		.host = ss->cn.props.host_access,
 		.mode = mode,
 		.grants = &ss->grants,
@@ -322,12 +330,14 @@ do_exec(struct sess *ss, struct req *r)
 		srv_reply_error(s, r->id, "denied", verdict.why);
 		hs_redactor_free(red);
 		hs_env_free(&env);
+		free(gate_cmd);
 		return;
 	}
 	if (background) {
 		start_job(ss, r, &gate, &an, &verdict, &env, timeout, grace, (size_t)limit);
 		hs_redactor_free(red);
 		hs_env_free(&env);
+		free(gate_cmd);
 		return;
 	}
 	struct srv_sink k = { .ss = ss, .id = r->id };
@@ -342,6 +352,7 @@ do_exec(struct sess *ss, struct req *r)
 		hs_capture_free(&k.cap[2]);
 		hs_redactor_free(red);
 		hs_env_free(&env);
+		free(gate_cmd);
 		return;
 	}
 	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -371,7 +382,15 @@ do_exec(struct sess *ss, struct req *r)
 	pthread_mutex_lock(&ss->mu);
 	ss->running_id = r->id;
 	pthread_mutex_unlock(&ss->mu);
-	int rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
+	unsigned restored = 0;
+	int host = ss->cn.props.host_access;
+	int rc = hs_guard_begin(c, host, gate.session, gate.backend, err, sizeof(err));
+	if (rc == 0)
+		rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
+	if (rc == 0 && hs_guard_end(c, host, gate.session, gate.backend,
+	                            res.timed_out || res.cancelled ? NULL : ss->cn.snapshot, &restored,
+	                            err, sizeof(err)) < 0)
+		rc = -1;
 	pthread_mutex_lock(&ss->mu);
 	ss->running_id = NULL;
 	pthread_mutex_unlock(&ss->mu);
@@ -388,6 +407,7 @@ do_exec(struct sess *ss, struct req *r)
 	} else {
 		yajl_gen g = srv_reply_ok(r->id);
 		hs_capture_json_result(g, &res, k.cap);
+		hs_json_kint(g, "hs_files_restored", restored);
 		if (k.stream)
 			hs_json_kint(g, "stream_dropped", (long long)k.stream_dropped);
 		yajl_gen_map_close(g);
@@ -395,6 +415,7 @@ do_exec(struct sess *ss, struct req *r)
 	}
 	for (int i = 1; i <= 2; i++)
 		hs_capture_free(&k.cap[i]);
+	free(gate_cmd);
 }
 
 static void
@@ -503,6 +524,12 @@ do_file(struct sess *ss, struct req *r, int put)
 	}
 	if (!ss->opened) {
 		srv_reply_error(s, r->id, "no_session", "the session is not open");
+		return;
+	}
+	/* The same line as for commands: nothing writes hs's own files on the host. */
+	if (put && ss->cn.props.host_access && hs_guard_protects(s->c, path)) {
+		snprintf(err, sizeof(err), "put_file onto hs's own files ('%s') is refused", path);
+		srv_reply_error(s, r->id, "denied", err);
 		return;
 	}
 	if (put) {

@@ -19,6 +19,9 @@ struct hs_policy_paths {
 	const char *const *protected_paths; /* added to the "hs-self" path set */
 	size_t n_protected;
 	const char *home; /* the user's home; paths under it match "~/..." rules */
+	/* dirs[user_from ..] are user layers, which may only add rules and
+	 * declarations (no replacing, no "disabled"); 0: every dir is trusted. */
+	size_t user_from;
 };
 
 /*

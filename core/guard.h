@@ -1,0 +1,67 @@
+/*
+ * guard.h - hs's own files, kept as they were around every command that
+ * runs with host access.
+ *
+ * The analyser sees most writes to hs's configuration, allow list, policy,
+ * plugins and session state, but not all (a python one-liner, awk's print
+ * redirection, an editor's ex command).  So before such a command the core
+ * records what those files are (identity, and the content of small ones),
+ * and after it puts back whatever changed: content restored, removed files
+ * recreated, files added to a configuration or policy directory removed.
+ * What cannot be put back fails closed: the command reports an hs failure
+ * and no later command of this process runs.
+ */
+#ifndef HS_GUARD_H
+#define HS_GUARD_H
+
+#include <stddef.h>
+
+struct hs_core;
+
+#define HS_GUARD_SHOWN 4
+
+/* What one check put back. */
+struct hs_guard_report {
+	unsigned restored;                 /* entries restored or removed */
+	char paths[HS_GUARD_SHOWN][512];   /* the first few, for messages and the audit log */
+};
+
+/*
+ * Before a host command: record hs's files the first time, else check them
+ * (putting back what changed since, into r).  Returns 0, or -1 with a reason
+ * when a change could not be undone (the command must not run).
+ */
+int hs_guard_before(struct hs_core *c, struct hs_guard_report *r, char *err, size_t errlen);
+
+/*
+ * After a host command: put back what it changed (counted in r).  Returns 0,
+ * or -1 with a reason when something could not be put back; the guard then
+ * refuses every later command of this process.
+ */
+int hs_guard_after(struct hs_core *c, struct hs_guard_report *r, char *err, size_t errlen);
+
+/* hs itself just wrote path (a session's snapshot or record): take it as it is now. */
+void hs_guard_rebase(struct hs_core *c, const char *path);
+
+/*
+ * 1 when path (absolute, resolved as far as it exists) is one of hs's own
+ * files or lies under one of its directories: a file transfer must not
+ * write there.  0 otherwise.
+ */
+int hs_guard_protects(struct hs_core *c, const char *path);
+
+/*
+ * Around one command: hs_guard_begin before it runs, hs_guard_end after it
+ * (snapshot: the session's shell snapshot hs itself just wrote, or NULL).
+ * Both do nothing unless host (the environment has host access).  What was
+ * put back goes to the audit log and into *restored.  Each returns 0, or -1
+ * with a reason: the command must not run, or its result is an hs failure.
+ */
+int hs_guard_begin(struct hs_core *c, int host, const char *session, const char *backend,
+                   char *err, size_t errlen);
+int hs_guard_end(struct hs_core *c, int host, const char *session, const char *backend,
+                 const char *snapshot, unsigned *restored, char *err, size_t errlen);
+
+void hs_guard_free(struct hs_core *c);
+
+#endif /* HS_GUARD_H */
