@@ -397,8 +397,8 @@ hs_core_policy(struct hs_core *c, char *err, size_t errlen)
 	for (size_t i = 0; i < c->n_plugin_dirs && np < 16; i++)
 		protect[np++] = c->plugin_dirs[i];
 	struct hs_policy_paths pp = { .protected_paths = protect, .n_protected = np,
-	                              .home = c->paths.home, .user_from = user_from };
-	if (hs_policy_load(&c->policy, dirs, n, &pp, err, errlen) < 0)
+	                              .home = c->paths.home };
+	if (hs_policy_load_layers(&c->policy, dirs, n, user_from, &pp, err, errlen) < 0)
 		return NULL;
 	return c->policy;
 }

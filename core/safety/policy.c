@@ -643,6 +643,13 @@ int
 hs_policy_load(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
 	       const struct hs_policy_paths *paths, char *err, size_t errlen)
 {
+	return hs_policy_load_layers(out, dirs, n_dirs, 0, paths, err, errlen);
+}
+
+int
+hs_policy_load_layers(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
+		      size_t user_from, const struct hs_policy_paths *paths, char *err, size_t errlen)
+{
 	struct hs_policy *p;
 	struct load l;
 	size_t k;
@@ -667,7 +674,7 @@ hs_policy_load(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
 		if (paths->protected_paths[k] && paths->protected_paths[k][0] && add_protected(p, paths->protected_paths[k]))
 			goto out;
 	for (k = 0; k < n_dirs; k++) {
-		l.user = paths && paths->user_from && k >= paths->user_from;
+		l.user = user_from && k >= user_from;
 		if (load_dir(&l, dirs[k]))
 			goto out;
 	}
