@@ -8,7 +8,7 @@ TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 # flags and HS_* variables, the guard puts back what a host command changed,
 # per-command variables that run code need approval, secrets stay out of /proc.
 TESTS += tests/security/ceilings.test tests/security/secrets.test
-EXTRA_DIST += tests/security/ceilings.test tests/security/secrets.test
+EXTRA_DIST += tests/security/ceilings.test tests/security/secrets.test docs/security.md
 
 # Fault injection: garbage input, vanishing clients, hanging and stream-cutting
 # backends (tests/faults/faulty.c, built at test time), SIGKILL, full disks.
