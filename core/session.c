@@ -241,11 +241,14 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	}
 	if (!backend && hs_conf_string(c->conf, "backend", &backend) != 0)
 		backend = "local";
-	/* A flag or request names a backend or network: the admin's lock holds. */
+	/* A flag or request names a backend, network or image: the admin's lock holds. */
 	if (!req->spec->network || !*req->spec->network)
 		hs_conf_string(c->conf, "network", &req->spec->network);
+	char image_key[96];
+	snprintf(image_key, sizeof(image_key), "%s.image", backend);
 	if (!hs_conf_allows(c->conf, "backend", backend, err, errlen) ||
-	    !hs_conf_allows(c->conf, "network", req->spec->network, err, errlen))
+	    !hs_conf_allows(c->conf, "network", req->spec->network, err, errlen) ||
+	    !hs_conf_allows(c->conf, image_key, req->spec->image, err, errlen))
 		goto fail;
 	struct hs_backend *be = hs_core_backend(c, backend, err, errlen);
 	if (!be)
