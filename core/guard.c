@@ -34,6 +34,8 @@ enum {
 	G_SNAP_ONLY = 8,    /* only shell snapshots count (the runtime dir) */
 	G_NOCOPY = 16,      /* identity only, no content kept (plugins) */
 	G_APPEND = 32,      /* a file that only grew was appended to by hs (audit log) */
+	G_RESTORE = 64,     /* what was removed is recreated (else a removal is taken as
+	                       it is: hs itself closes sessions while others run) */
 };
 
 #define MAX_ROOTS 24
@@ -233,19 +235,19 @@ build_roots(struct hs_guard *g, struct hs_core *c)
 	const char *const *dirs = NULL;
 	size_t n = 0;
 
-	add_root(g, c->paths.config, G_RECURSE | G_REMOVE_ADDED);
+	add_root(g, c->paths.config, G_RECURSE | G_REMOVE_ADDED | G_RESTORE);
 	if (c->extra_config[0])
-		add_root(g, c->extra_config, 0);
+		add_root(g, c->extra_config, G_RESTORE);
 	snprintf(p, sizeof(p), "%s", hs_core_sysconfdir());
-	add_root(g, p, G_RECURSE | G_REMOVE_ADDED);
+	add_root(g, p, G_RECURSE | G_REMOVE_ADDED | G_RESTORE);
 	if (c->paths.in_build_tree)
 		snprintf(p, sizeof(p), "%s/policy", HS_SRCDIR);
 	else
 		snprintf(p, sizeof(p), "%s/policy", HS_DATADIR);
-	add_root(g, p, G_RECURSE | G_REMOVE_ADDED);
+	add_root(g, p, G_RECURSE | G_REMOVE_ADDED | G_RESTORE);
 	if (hs_conf_strings(c->conf, "policy_dirs", &dirs, &n) == 0)
 		for (size_t k = 0; k < n; k++)
-			add_root(g, dirs[k], G_RECURSE | G_REMOVE_ADDED);
+			add_root(g, dirs[k], G_RECURSE | G_REMOVE_ADDED | G_RESTORE);
 	for (size_t k = 0; k < c->n_plugin_dirs; k++)
 		add_root(g, c->plugin_dirs[k], G_REMOVE_SO | G_NOCOPY);
 	add_root(g, c->paths.state, G_RECURSE | G_APPEND);
@@ -417,6 +419,18 @@ check_ent(struct hs_guard *g, struct ent *e, struct hs_guard_report *r)
 	}
 	if (present && same_id(&e->st, &cur))
 		return 0;
+	if (!present && !(flags & G_RESTORE)) {
+		take(g, e); /* removed: a session closed, say */
+		return 0;
+	}
+	if (S_ISDIR(e->st.st_mode) && !(flags & G_RESTORE) && !S_ISDIR(cur.st_mode)) {
+		/* A directory of sessions swapped for a link or file: it goes, nothing comes back. */
+		if (remove_tree(e->path, 0) < 0)
+			return -1;
+		note(r, e->path);
+		take(g, e);
+		return 0;
+	}
 	if (present && S_ISREG(cur.st_mode) && S_ISREG(e->st.st_mode) &&
 	    same_content(e, &cur, (flags & G_APPEND) != 0)) {
 		take(g, e); /* touched, or appended to by hs (the audit log) */

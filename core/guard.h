@@ -6,8 +6,10 @@
  * plugins and session state, but not all (a python one-liner, awk's print
  * redirection, an editor's ex command).  So before such a command the core
  * records what those files are (identity, and the content of small ones),
- * and after it puts back whatever changed: content restored, removed files
- * recreated, files added to a configuration or policy directory removed.
+ * and after it puts back whatever changed: content restored; in the
+ * configuration and policy directories also removed files recreated and
+ * added files removed.  In the state and runtime directories a removal is
+ * taken as it is, because hs itself closes sessions while others run.
  * What cannot be put back fails closed: the command reports an hs failure
  * and no later command of this process runs.
  */
