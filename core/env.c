@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/env.h"
+#include "core/shell.h"
 
 /* Names that carry credentials.  Matched on the whole name. */
 static const char *const secret_patterns[] = {
@@ -143,7 +144,7 @@ hs_env_gate_command(const char *const *sets, size_t n_sets, const char *command)
 	size_t len = strlen(command) + 4;
 
 	for (size_t i = 0; i < n_sets; i++)
-		len += 4 * strlen(sets[i]) + 4;
+		len += strlen(sets[i]) + hs_shell_quote(NULL, sets[i]) + 1;
 	char *out = malloc(len), *w = out;
 	if (!out)
 		return NULL;
@@ -151,19 +152,10 @@ hs_env_gate_command(const char *const *sets, size_t n_sets, const char *command)
 		const char *eq = strchr(sets[i], '=');
 		if (!eq)
 			continue;
-		/* NAME='VALUE' with each ' written as '\'' : the analyser reads it back exactly. */
+		/* NAME='VALUE': the analyser reads the value back exactly. */
 		memcpy(w, sets[i], (size_t)(eq - sets[i]) + 1);
 		w += eq - sets[i] + 1;
-		*w++ = '\'';
-		for (const char *v = eq + 1; *v; v++) {
-			if (*v == '\'') {
-				memcpy(w, "'\\''", 4);
-				w += 4;
-			} else {
-				*w++ = *v;
-			}
-		}
-		*w++ = '\'';
+		w += hs_shell_quote(w, eq + 1);
 		*w++ = ' ';
 	}
 	/* The assignments stand alone (":"), then the command as given. */

@@ -17,6 +17,7 @@
 
 #include "core/approval.h"
 #include "core/guard.h"
+#include "core/shell.h"
 #include "core/capture.h"
 #include "core/cmds.h"
 #include "core/core.h"
@@ -530,6 +531,35 @@ do_file(struct sess *ss, struct req *r, int put)
 	if (put && ss->cn.props.host_access && hs_guard_protects(s->c, path)) {
 		snprintf(err, sizeof(err), "put_file onto hs's own files ('%s') is refused", path);
 		srv_reply_error(s, r->id, "denied", err);
+		return;
+	}
+	/* And the same policy: a put is judged as `cat > PATH`, a get as `cat PATH`. */
+	size_t ql = hs_shell_quote(NULL, path), pl = put ? 6 : 4;
+	char *fcmd = malloc(pl + ql + 1);
+	if (!fcmd) {
+		srv_reply_error(s, r->id, "internal", "out of memory");
+		return;
+	}
+	memcpy(fcmd, put ? "cat > " : "cat ", pl);
+	hs_shell_quote(fcmd + pl, path);
+	fcmd[pl + ql] = '\0';
+	struct srv_asker_ctx actx = { ss, r->id };
+	struct hs_asker asker = { &actx, srv_ask, "client" };
+	struct hs_gate gate = {
+		.session = ss->name,
+		.backend = ss->cn.be->plugin.name,
+		.command = fcmd,
+		.host = ss->cn.props.host_access,
+		.mode = ss->mode,
+		.grants = &ss->grants,
+		.asker = &asker,
+	};
+	struct hs_analysis an;
+	struct hs_approval_out verdict;
+	int allowed = hs_approval_gate(s->c, s->policy, &gate, &an, &verdict);
+	free(fcmd);
+	if (!allowed) {
+		srv_reply_error(s, r->id, "denied", verdict.why);
 		return;
 	}
 	if (put) {

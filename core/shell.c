@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/shell.h"
@@ -185,4 +186,28 @@ hs_shell_filter_snapshot(char *buf, size_t len)
 		r += n;
 	}
 	return (size_t)(w - buf);
+}
+
+size_t
+hs_shell_quote(char *out, const char *s)
+{
+	size_t n = 0;
+
+	if (out)
+		out[n] = '\'';
+	n++;
+	for (; *s; s++) {
+		if (*s == '\'') {
+			if (out)
+				memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			if (out)
+				out[n] = *s;
+			n++;
+		}
+	}
+	if (out)
+		out[n] = '\'';
+	return n + 1;
 }

@@ -34,4 +34,10 @@ const char *hs_shell_file_wrapper(const char *shell);
  */
 size_t hs_shell_filter_snapshot(char *buf, size_t len);
 
+/*
+ * Write s single-quoted for a POSIX shell ('it'\''s') to out (no NUL added)
+ * and return its length; with out NULL only the length is returned.
+ */
+size_t hs_shell_quote(char *out, const char *s);
+
 #endif /* HS_SHELL_H */
