@@ -250,6 +250,14 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	    !hs_conf_allows(c->conf, "network", req->spec->network, err, errlen) ||
 	    !hs_conf_allows(c->conf, image_key, req->spec->image, err, errlen))
 		goto fail;
+	/* A sandbox binds its workdir (-C, serve "workspace") read-write: a locked
+	 * workspace holds there.  Plain local only starts in it. */
+	const char *iso = "none";
+	hs_conf_string(c->conf, "local.isolation", &iso);
+	int binds = strcmp(backend, "local") != 0 || (req->spec->flags & HS_SPEC_ISOLATE) ||
+	            strcmp(iso, "namespaces") == 0;
+	if (binds && !hs_conf_allows(c->conf, "workspace", req->spec->workdir, err, errlen))
+		goto fail;
 	struct hs_backend *be = hs_core_backend(c, backend, err, errlen);
 	if (!be)
 		goto fail;
