@@ -423,15 +423,14 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	};
 	struct hs_exec_out res;
 	unsigned restored = 0;
-	int host = cn.props.host_access;
-	int exec_rc = hs_guard_begin(c, host, session, gate.backend, err, sizeof(err));
+	int exec_rc = hs_guard_begin(c, session, gate.backend, err, sizeof(err));
 	if (exec_rc == 0)
 		exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
 	if (exec_rc == 0) {
 		/* hs wrote the session's snapshot itself unless the command was stopped. */
 		int saved = eo.keep_state && !res.timed_out && !res.cancelled;
 		char gerr[1024];
-		if (hs_guard_end(c, host, session, gate.backend, saved ? cn.snapshot : NULL, &restored,
+		if (hs_guard_end(c, session, gate.backend, saved ? cn.snapshot : NULL, &restored,
 		                 gerr, sizeof(gerr)) < 0) {
 			snprintf(err, sizeof(err), "%s", gerr);
 			exec_rc = -1;

@@ -1,5 +1,5 @@
 /*
- * guard.c - hs's own files, put back after a host command changed them
+ * guard.c - hs's own files, put back after a command changed them
  * (see guard.h).
  *
  * A root is one of hs's directories or files.  Entries are kept in walk
@@ -635,13 +635,11 @@ audit_restored(struct hs_core *c, const char *session, const char *backend,
 }
 
 int
-hs_guard_begin(struct hs_core *c, int host, const char *session, const char *backend, char *err,
+hs_guard_begin(struct hs_core *c, const char *session, const char *backend, char *err,
                size_t errlen)
 {
 	struct hs_guard_report r;
 
-	if (!host)
-		return 0;
 	if (hs_guard_before(c, &r, err, errlen) < 0)
 		return -1;
 	if (r.restored) {
@@ -653,14 +651,12 @@ hs_guard_begin(struct hs_core *c, int host, const char *session, const char *bac
 }
 
 int
-hs_guard_end(struct hs_core *c, int host, const char *session, const char *backend,
+hs_guard_end(struct hs_core *c, const char *session, const char *backend,
              const char *snapshot, unsigned *restored, char *err, size_t errlen)
 {
 	struct hs_guard_report r;
 
 	*restored = 0;
-	if (!host)
-		return 0;
 	hs_guard_rebase(c, snapshot);
 	int rc = hs_guard_after(c, &r, err, errlen);
 	*restored = r.restored;

@@ -1,10 +1,9 @@
 /*
- * guard.h - hs's own files, kept as they were around every command that
- * runs with host access.
+ * guard.h - hs's own files, kept as they were around every command.
  *
  * The analyser sees most writes to hs's configuration, allow list, policy,
  * plugins and session state, but not all (a python one-liner, awk's print
- * redirection, an editor's ex command).  So before such a command the core
+ * redirection, an editor's ex command).  So before every command the core
  * records what those files are (identity, and the content of small ones),
  * and after it puts back whatever changed: content restored; in the
  * configuration and policy directories also removed files recreated and
@@ -55,13 +54,15 @@ int hs_guard_protects(struct hs_core *c, const char *path);
 /*
  * Around one command: hs_guard_begin before it runs, hs_guard_end after it
  * (snapshot: the session's shell snapshot hs itself just wrote, or NULL).
- * Both do nothing unless host (the environment has host access).  What was
- * put back goes to the audit log and into *restored.  Each returns 0, or -1
- * with a reason: the command must not run, or its result is an hs failure.
+ * Every backend gets them, not only those with host access: an isolated
+ * sandbox may bind a workspace that holds hs's config, and a cluster job
+ * may share the home directory.  What was put back goes to the audit log
+ * and into *restored.  Each returns 0, or -1 with a reason: the command
+ * must not run, or its result is an hs failure.
  */
-int hs_guard_begin(struct hs_core *c, int host, const char *session, const char *backend,
-                   char *err, size_t errlen);
-int hs_guard_end(struct hs_core *c, int host, const char *session, const char *backend,
+int hs_guard_begin(struct hs_core *c, const char *session, const char *backend, char *err,
+                   size_t errlen);
+int hs_guard_end(struct hs_core *c, const char *session, const char *backend,
                  const char *snapshot, unsigned *restored, char *err, size_t errlen);
 
 void hs_guard_free(struct hs_core *c);

@@ -384,11 +384,10 @@ do_exec(struct sess *ss, struct req *r)
 	ss->running_id = r->id;
 	pthread_mutex_unlock(&ss->mu);
 	unsigned restored = 0;
-	int host = ss->cn.props.host_access;
-	int rc = hs_guard_begin(c, host, gate.session, gate.backend, err, sizeof(err));
+	int rc = hs_guard_begin(c, gate.session, gate.backend, err, sizeof(err));
 	if (rc == 0)
 		rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
-	if (rc == 0 && hs_guard_end(c, host, gate.session, gate.backend,
+	if (rc == 0 && hs_guard_end(c, gate.session, gate.backend,
 	                            res.timed_out || res.cancelled ? NULL : ss->cn.snapshot, &restored,
 	                            err, sizeof(err)) < 0)
 		rc = -1;
@@ -528,7 +527,7 @@ do_file(struct sess *ss, struct req *r, int put)
 		return;
 	}
 	/* The same line as for commands: nothing writes hs's own files on the host. */
-	if (put && ss->cn.props.host_access && hs_guard_protects(s->c, path)) {
+	if (put && hs_guard_protects(s->c, path)) {
 		snprintf(err, sizeof(err), "put_file onto hs's own files ('%s') is refused", path);
 		srv_reply_error(s, r->id, "denied", err);
 		return;
