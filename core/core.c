@@ -412,9 +412,12 @@ allowlist_locked(struct hs_core *c, char *err, size_t errlen)
 		goto out;
 	c->allow_tried = 1;
 	/* The directory is the user's config dir; create it private if missing. */
-	if (access(c->paths.config, F_OK) < 0 && hs_pathsec_private_dir(c->paths.config, e, sizeof(e)) < 0) {
-		hs_warn("allow list unavailable: %s", e);
-		goto out;
+	if (access(c->paths.config, F_OK) < 0) {
+		if (hs_pathsec_private_dir(c->paths.config, e, sizeof(e)) < 0) {
+			hs_warn("allow list unavailable: %s", e);
+			goto out;
+		}
+		hs_guard_rebase(c, c->paths.config); /* hs's own: the guard keeps it */
 	}
 	snprintf(path, sizeof(path), "%s/allow.list", c->paths.config);
 	if (hs_allowlist_load(&c->allow, path, e, sizeof(e)) < 0) {
