@@ -423,20 +423,19 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	};
 	struct hs_exec_out res;
 	unsigned restored = 0;
-	int exec_rc = hs_guard_begin(c, session, gate.backend, err, sizeof(err));
-	if (exec_rc == 0)
-		exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
+	int exec_rc = hs_guard_begin(c, session, gate.backend, cn.snapshot, err, sizeof(err));
 	if (exec_rc == 0) {
+		exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
 		/* hs wrote the session's snapshot itself unless the command was stopped. */
-		int saved = eo.keep_state && !res.timed_out && !res.cancelled;
+		int saved = exec_rc == 0 && eo.keep_state && !res.timed_out && !res.cancelled;
 		char gerr[1024];
-		if (hs_guard_end(c, session, gate.backend, saved ? cn.snapshot : NULL, &restored,
-		                 gerr, sizeof(gerr)) < 0) {
+		if (hs_guard_end(c, session, gate.backend, cn.snapshot, saved, &restored, gerr,
+		                 sizeof(gerr)) < 0 && exec_rc == 0) {
 			snprintf(err, sizeof(err), "%s", gerr);
 			exec_rc = -1;
-		} else if (restored) {
-			hs_warn("the command changed %u of hs's own files; they were put back", restored);
 		}
+		if (restored)
+			hs_warn("the command changed %u of hs's own files; they were put back", restored);
 	}
 	hs_approval_audit(c, &gate, &an, &verdict, 1,
 	                       exec_rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,

@@ -68,6 +68,10 @@ struct hs_guard {
 	size_t copied_bytes;
 	int ready;
 	char broken[700];
+	/* Snapshots of sessions with a command in flight: their own hs writes
+	 * them when the command ends, so another session's check leaves them. */
+	char *busy[64];
+	size_t n_busy;
 };
 
 static void
@@ -494,12 +498,21 @@ remove_added(struct hs_guard *g, const char *dir, size_t root, struct hs_guard_r
 }
 
 static int
+is_busy(const struct hs_guard *g, const char *path)
+{
+	for (size_t k = 0; k < g->n_busy; k++)
+		if (strcmp(g->busy[k], path) == 0)
+			return 1;
+	return 0;
+}
+
+static int
 check_all(struct hs_guard *g, struct hs_guard_report *r, char *err, size_t errlen)
 {
 	const char *failed = NULL;
 
 	for (size_t k = 0; k < g->n && !failed; k++)
-		if (check_ent(g, &g->ents[k], r) < 0)
+		if (!is_busy(g, g->ents[k].path) && check_ent(g, &g->ents[k], r) < 0)
 			failed = g->ents[k].path;
 	for (size_t k = 0; k < g->n && !failed; k++) {
 		struct ent *e = &g->ents[k];
@@ -634,14 +647,39 @@ audit_restored(struct hs_core *c, const char *session, const char *backend,
 	hs_core_audit(c, &ar);
 }
 
+/* Mark (busy 1) or unmark a session's snapshot as written by its own hs. */
+static void
+set_busy(struct hs_core *c, const char *snapshot, int busy)
+{
+	struct hs_guard *g = c->guard;
+
+	if (!g || !snapshot || !*snapshot)
+		return;
+	pthread_mutex_lock(&g->mu);
+	for (size_t k = 0; k < g->n_busy; k++)
+		if (strcmp(g->busy[k], snapshot) == 0) {
+			if (!busy) {
+				free(g->busy[k]);
+				g->busy[k] = g->busy[--g->n_busy];
+			}
+			busy = 0; /* already there, or removed */
+			break;
+		}
+	if (busy && g->n_busy < sizeof(g->busy) / sizeof(g->busy[0]) &&
+	    (g->busy[g->n_busy] = strdup(snapshot)))
+		g->n_busy++;
+	pthread_mutex_unlock(&g->mu);
+}
+
 int
-hs_guard_begin(struct hs_core *c, const char *session, const char *backend, char *err,
-               size_t errlen)
+hs_guard_begin(struct hs_core *c, const char *session, const char *backend,
+               const char *snapshot, char *err, size_t errlen)
 {
 	struct hs_guard_report r;
 
 	if (hs_guard_before(c, &r, err, errlen) < 0)
 		return -1;
+	set_busy(c, snapshot, 1);
 	if (r.restored) {
 		audit_restored(c, session, backend, &r);
 		hs_warn("put back %u of hs's own files changed since the last command (first: %s)",
@@ -652,12 +690,14 @@ hs_guard_begin(struct hs_core *c, const char *session, const char *backend, char
 
 int
 hs_guard_end(struct hs_core *c, const char *session, const char *backend,
-             const char *snapshot, unsigned *restored, char *err, size_t errlen)
+             const char *snapshot, int written, unsigned *restored, char *err, size_t errlen)
 {
 	struct hs_guard_report r;
 
 	*restored = 0;
-	hs_guard_rebase(c, snapshot);
+	set_busy(c, snapshot, 0);
+	if (written)
+		hs_guard_rebase(c, snapshot);
 	int rc = hs_guard_after(c, &r, err, errlen);
 	*restored = r.restored;
 	if (r.restored)
@@ -677,6 +717,8 @@ hs_guard_free(struct hs_core *c)
 		free(g->ents[k].path);
 	}
 	free(g->ents);
+	for (size_t k = 0; k < g->n_busy; k++)
+		free(g->busy[k]);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 	c->guard = NULL;

@@ -52,18 +52,22 @@ void hs_guard_rebase(struct hs_core *c, const char *path);
 int hs_guard_protects(struct hs_core *c, const char *path);
 
 /*
- * Around one command: hs_guard_begin before it runs, hs_guard_end after it
- * (snapshot: the session's shell snapshot hs itself just wrote, or NULL).
+ * Around one command: hs_guard_begin before it runs, hs_guard_end after it.
+ * snapshot is the session's shell snapshot (or NULL): while the command
+ * runs, other sessions' checks leave it to this session's hs, which writes
+ * it at the end (written 1: take it as it is then; 0, a stopped command:
+ * check it like any other file).
  * Every backend gets them, not only those with host access: an isolated
  * sandbox may bind a workspace that holds hs's config, and a cluster job
  * may share the home directory.  What was put back goes to the audit log
  * and into *restored.  Each returns 0, or -1 with a reason: the command
  * must not run, or its result is an hs failure.
  */
-int hs_guard_begin(struct hs_core *c, const char *session, const char *backend, char *err,
-                   size_t errlen);
+int hs_guard_begin(struct hs_core *c, const char *session, const char *backend,
+                   const char *snapshot, char *err, size_t errlen);
 int hs_guard_end(struct hs_core *c, const char *session, const char *backend,
-                 const char *snapshot, unsigned *restored, char *err, size_t errlen);
+                 const char *snapshot, int written, unsigned *restored, char *err,
+                 size_t errlen);
 
 void hs_guard_free(struct hs_core *c);
 

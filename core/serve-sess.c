@@ -384,13 +384,17 @@ do_exec(struct sess *ss, struct req *r)
 	ss->running_id = r->id;
 	pthread_mutex_unlock(&ss->mu);
 	unsigned restored = 0;
-	int rc = hs_guard_begin(c, gate.session, gate.backend, err, sizeof(err));
-	if (rc == 0)
+	int rc = hs_guard_begin(c, gate.session, gate.backend, ss->cn.snapshot, err, sizeof(err));
+	if (rc == 0) {
 		rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
-	if (rc == 0 && hs_guard_end(c, gate.session, gate.backend,
-	                            res.timed_out || res.cancelled ? NULL : ss->cn.snapshot, &restored,
-	                            err, sizeof(err)) < 0)
-		rc = -1;
+		char gerr[1024];
+		if (hs_guard_end(c, gate.session, gate.backend, ss->cn.snapshot,
+		                 rc == 0 && !res.timed_out && !res.cancelled, &restored, gerr,
+		                 sizeof(gerr)) < 0 && rc == 0) {
+			snprintf(err, sizeof(err), "%s", gerr);
+			rc = -1;
+		}
+	}
 	pthread_mutex_lock(&ss->mu);
 	ss->running_id = NULL;
 	pthread_mutex_unlock(&ss->mu);
