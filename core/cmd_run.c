@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/approval.h"
+#include "core/guard.h"
 #include "core/capture.h"
 #include "core/cmds.h"
 #include "core/core.h"
@@ -323,6 +324,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	const char *const *pass = NULL;
 	size_t n_pass = 0;
 	const char *bad = NULL;
+	char *gate_cmd = NULL;
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
 	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, cn.merge_env, &bad) < 0) {
 		if (bad)
@@ -342,10 +344,18 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	struct hs_redactor *red = NULL;
 	if (env.n_secrets)
 		hs_redactor_new(&red, (const char *const *)env.secrets, env.n_secrets);
+	/* -e variables are judged with the command: BASH_ENV=x runs code too. */
+	gate_cmd = hs_env_gate_command(sets, n_sets, command);
+	if (!gate_cmd) {
+		hs_die_msg("out of memory");
+		hs_redactor_free(red);
+		hs_env_free(&env);
+		goto out;
+	}
 	struct hs_gate gate = {
 		.session = session,
 		.backend = cn.be->plugin.name,
-		.command = command,
+		.command = gate_cmd,
 		.host = cn.props.host_access,
 		.mode = mode,
 		.grants = &grants,
@@ -412,7 +422,21 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		.n_secrets = env.n_secrets,
 	};
 	struct hs_exec_out res;
-	int exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
+	unsigned restored = 0;
+	int exec_rc = hs_guard_begin(c, session, gate.backend, cn.snapshot, err, sizeof(err));
+	if (exec_rc == 0) {
+		exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
+		/* hs wrote the session's snapshot itself unless the command was stopped. */
+		int saved = exec_rc == 0 && eo.keep_state && !res.timed_out && !res.cancelled;
+		char gerr[1024];
+		if (hs_guard_end(c, session, gate.backend, cn.snapshot, saved, &restored, gerr,
+		                 sizeof(gerr)) < 0 && exec_rc == 0) {
+			snprintf(err, sizeof(err), "%s", gerr);
+			exec_rc = -1;
+		}
+		if (restored)
+			hs_warn("the command changed %u of hs's own files; they were put back", restored);
+	}
 	hs_approval_audit(c, &gate, &an, &verdict, 1,
 	                       exec_rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,
 	                       res.duration_ms);
@@ -428,6 +452,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		yajl_gen g = hs_json_new();
 		yajl_gen_map_open(g);
 		hs_capture_json_result(g, &res, rs.cap);
+		hs_json_kint(g, "hs_files_restored", restored);
 		yajl_gen_map_close(g);
 		hs_json_emit(g, 1);
 		for (int s = 1; s <= 2; s++)
@@ -444,6 +469,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 out:
 	hs_session_end(&cn, lockfd, session == NULL);
 	hs_grants_free(&grants);
+	free(gate_cmd);
 	free(command);
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/guard.h"
 #include "core/hsconf.h"
 #include "core/pathsec.h"
 #include "core/safety/allowlist.h"
@@ -52,6 +53,13 @@ conf_warn(void *ctx, const char *msg)
 		hs_warn("%s", msg);
 }
 
+const char *
+hs_core_sysconfdir(void)
+{
+	const char *t = getenv("HS_SYSCONFDIR_FOR_TESTS");
+	return t && *t ? t : HS_SYSCONFDIR;
+}
+
 int
 hs_core_init(struct hs_core *c, const char *extra_file, char *err, size_t errlen)
 {
@@ -65,9 +73,15 @@ hs_core_init(struct hs_core *c, const char *extra_file, char *err, size_t errlen
 	c->audit_fd = -1;
 	if (hs_paths_init(&c->paths, err, errlen) < 0)
 		return -1;
-	o.sysconfdir = getenv("HS_SYSCONFDIR_FOR_TESTS") ? getenv("HS_SYSCONFDIR_FOR_TESTS")
-	                                                  : HS_SYSCONFDIR;
+	o.sysconfdir = hs_core_sysconfdir();
 	o.extra_file = extra_file;
+	if (!extra_file && getenv("HS_CONFIG"))
+		extra_file = getenv("HS_CONFIG");
+	if (extra_file && extra_file[0] == '/')
+		snprintf(c->extra_config, sizeof(c->extra_config), "%s", extra_file);
+	else if (extra_file && *extra_file && getcwd(c->extra_config, sizeof(c->extra_config)))
+		snprintf(c->extra_config + strlen(c->extra_config),
+		         sizeof(c->extra_config) - strlen(c->extra_config), "/%s", extra_file);
 	o.warn = conf_warn;
 	o.warn_ctx = c;
 	if (hs_conf_load(&c->conf, &o, err, errlen) < 0)
@@ -104,6 +118,7 @@ hs_core_free(struct hs_core *c)
 	if (c->audit_fd >= 0)
 		close(c->audit_fd);
 	c->audit_fd = -1;
+	hs_guard_free(c);
 	hs_conf_free(c->conf);
 	c->conf = NULL;
 }
@@ -358,16 +373,23 @@ hs_core_policy(struct hs_core *c, char *err, size_t errlen)
 		return c->policy;
 	snprintf(tree, sizeof(tree), "%s/policy", HS_SRCDIR);
 	snprintf(shipped, sizeof(shipped), "%s/policy", HS_DATADIR);
-	snprintf(admin, sizeof(admin), "%s/policy.d", HS_SYSCONFDIR);
+	snprintf(admin, sizeof(admin), "%s/policy.d", hs_core_sysconfdir());
 	dirs[n++] = c->paths.in_build_tree ? tree : shipped;
 	dirs[n++] = admin;
+	/* Policy dirs the admin layers configured are trusted and read first; a
+	 * user layer's come after them and may only add rules. */
 	hs_conf_strings(c->conf, "policy_dirs", &extra, &n_extra);
 	for (size_t i = 0; i < n_extra && n < 8; i++)
-		dirs[n++] = extra[i];
+		if (hs_conf_admin_has(c->conf, "policy_dirs", extra[i]))
+			dirs[n++] = extra[i];
+	size_t user_from = n;
+	for (size_t i = 0; i < n_extra && n < 8; i++)
+		if (!hs_conf_admin_has(c->conf, "policy_dirs", extra[i]))
+			dirs[n++] = extra[i];
 
 	snprintf(userconf, sizeof(userconf), "%s", c->paths.config);
 	snprintf(allow, sizeof(allow), "%s/allow.list", c->paths.config);
-	protect[np++] = HS_SYSCONFDIR;
+	protect[np++] = hs_core_sysconfdir();
 	protect[np++] = userconf;
 	protect[np++] = allow;
 	protect[np++] = shipped;
@@ -376,7 +398,7 @@ hs_core_policy(struct hs_core *c, char *err, size_t errlen)
 		protect[np++] = c->plugin_dirs[i];
 	struct hs_policy_paths pp = { .protected_paths = protect, .n_protected = np,
 	                              .home = c->paths.home };
-	if (hs_policy_load(&c->policy, dirs, n, &pp, err, errlen) < 0)
+	if (hs_policy_load_layers(&c->policy, dirs, n, user_from, &pp, err, errlen) < 0)
 		return NULL;
 	return c->policy;
 }
@@ -390,9 +412,12 @@ allowlist_locked(struct hs_core *c, char *err, size_t errlen)
 		goto out;
 	c->allow_tried = 1;
 	/* The directory is the user's config dir; create it private if missing. */
-	if (access(c->paths.config, F_OK) < 0 && hs_pathsec_private_dir(c->paths.config, e, sizeof(e)) < 0) {
-		hs_warn("allow list unavailable: %s", e);
-		goto out;
+	if (access(c->paths.config, F_OK) < 0) {
+		if (hs_pathsec_private_dir(c->paths.config, e, sizeof(e)) < 0) {
+			hs_warn("allow list unavailable: %s", e);
+			goto out;
+		}
+		hs_guard_rebase(c, c->paths.config); /* hs's own: the guard keeps it */
 	}
 	snprintf(path, sizeof(path), "%s/allow.list", c->paths.config);
 	if (hs_allowlist_load(&c->allow, path, e, sizeof(e)) < 0) {
@@ -423,6 +448,11 @@ hs_core_allow_add(struct hs_core *c, const char *rule_id, const char *argv_norm,
 	struct hs_allowlist *al = allowlist_locked(c, err, errlen);
 	int r = al ? hs_allowlist_add(al, rule_id, argv_norm, err, errlen) : -1;
 	pthread_mutex_unlock(&c->mu);
+	/* hs's own write: the guard takes the allow list as it now is. */
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/allow.list", c->paths.config);
+	hs_guard_rebase(c, c->paths.config);
+	hs_guard_rebase(c, path);
 	return r;
 }
 

@@ -46,10 +46,15 @@ struct hs_core {
 	struct hs_allowlist *allow;   /* loaded on first use */
 	int allow_tried;
 	int audit_fd;                 /* -1 until opened; -2 when disabled or failed */
+	struct hs_guard *guard;       /* hs's own files around host commands (guard.h) */
+	char extra_config[PATH_MAX];  /* --config or HS_CONFIG, when given */
 };
 
 /* The built-in backend compiled into hs (plugins/local). */
 extern const struct hs_backend_v1 hs_builtin_local;
+
+/* SYSCONFDIR, or HS_SYSCONFDIR_FOR_TESTS when the test suite sets it. */
+const char *hs_core_sysconfdir(void);
 
 /*
  * Read config (extra_file may be NULL), compute paths and plugin dirs.

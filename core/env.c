@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/env.h"
+#include "core/shell.h"
 
 /* Names that carry credentials.  Matched on the whole name. */
 static const char *const secret_patterns[] = {
@@ -135,6 +136,58 @@ nomem:
 		*bad = NULL;
 	hs_env_free(out);
 	return -1;
+}
+
+char *
+hs_env_gate_command(const char *const *sets, size_t n_sets, const char *command)
+{
+	size_t len = strlen(command) + 4;
+
+	for (size_t i = 0; i < n_sets; i++)
+		len += strlen(sets[i]) + hs_shell_quote(NULL, sets[i]) + 1;
+	char *out = malloc(len), *w = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *eq = strchr(sets[i], '=');
+		if (!eq)
+			continue;
+		/* NAME='VALUE': the analyser reads the value back exactly. */
+		memcpy(w, sets[i], (size_t)(eq - sets[i]) + 1);
+		w += eq - sets[i] + 1;
+		w += hs_shell_quote(w, eq + 1);
+		*w++ = ' ';
+	}
+	/* The assignments stand alone (":"), then the command as given. */
+	if (n_sets) {
+		memcpy(w, ":; ", 3);
+		w += 3;
+	}
+	strcpy(w, command);
+	return out;
+}
+
+int
+hs_env_hide_secrets(char **envp)
+{
+	int rc = 0;
+
+	for (size_t i = 0; envp && envp[i]; i++) {
+		char *kv = envp[i], *eq = strchr(kv, '=');
+		if (!eq || !eq[1] || !hs_env_is_secret_name(kv, (size_t)(eq - kv)))
+			continue;
+		char *name = strndup(kv, (size_t)(eq - kv));
+		/* setenv() points envp[i] at a heap copy, so getenv() keeps working. */
+		if (!name || setenv(name, eq + 1, 1) < 0 || envp[i] == kv) {
+			free(name);
+			rc = -1;
+			continue;
+		}
+		free(name);
+		/* /proc/PID/environ reads the original block: wipe the value there. */
+		memset(eq + 1, 0, strlen(eq + 1));
+	}
+	return rc;
 }
 
 void

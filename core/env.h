@@ -30,4 +30,21 @@ int hs_env_build(struct hs_envlist *out, char *const *base, const char *const *p
                  const char **bad);
 void hs_env_free(struct hs_envlist *e);
 
+/*
+ * The text put to the approval gate for command run with the per-command
+ * variables sets ("K=V" each): "K='V' ... :; COMMAND", so a variable that
+ * runs code (BASH_ENV, LD_PRELOAD) is judged like an assignment the
+ * command made itself.  Returns a malloc'd string, or NULL (no memory).
+ */
+char *hs_env_gate_command(const char *const *sets, size_t n_sets, const char *command);
+
+/*
+ * Move the value of every credential and HS_* variable of envp (the
+ * process's environ) to a heap copy, then overwrite the original bytes,
+ * which /proc/PID/environ shows to any process of the same uid.  getenv()
+ * is unchanged.  Call it before any thread starts.  Returns 0, or -1 when a
+ * value could not be moved (left as it was).
+ */
+int hs_env_hide_secrets(char **envp);
+
 #endif /* HS_ENV_H */

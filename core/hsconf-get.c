@@ -74,6 +74,17 @@ hs_conf_strings(const struct hs_conf *c, const char *key, const char *const **ou
 }
 
 int
+hs_conf_admin_has(const struct hs_conf *c, const char *key, const char *item)
+{
+	const struct hs_conf_entry *e = hs_conf_find(c, key);
+
+	for (size_t k = 0; e && e->admin.type == HS_CONF_STRINGS && k < e->admin.n; k++)
+		if (strcmp(e->admin.list[k], item) == 0)
+			return 1;
+	return 0;
+}
+
+int
 hs_conf_check_section(struct hs_conf *c, const char *section,
                       const struct hs_config_key *keys)
 {

@@ -38,6 +38,7 @@ struct hs_conf_entry {
 	int locked;
 	struct hs_conf_value ceiling; /* the value when the admin layers ended */
 	char *ceiling_origin;
+	struct hs_conf_value admin; /* the value when the admin layers ended, locked or not */
 	int warned; /* an unknown-key or type warning was given */
 };
 

@@ -179,6 +179,7 @@ find_or_add(struct hs_conf *c, const char *key)
 	memset(e, 0, sizeof(*e));
 	e->v.type = HS_VT_UNSET;
 	e->ceiling.type = HS_VT_UNSET;
+	e->admin.type = HS_VT_UNSET;
 	if (!(e->key = strdup(key)))
 		return NULL;
 	c->n++;
@@ -210,6 +211,10 @@ values_equal(const struct hs_conf_value *a, const struct hs_conf_value *b)
 
 	if (a->type == HS_VT_UNSET || b->type == HS_VT_UNSET)
 		return a->type == b->type;
+	/* Text against a string: the words themselves (formatting would quote one). */
+	if ((a->type == HS_VT_TEXT || a->type == HS_CONF_STRING) &&
+	    (b->type == HS_VT_TEXT || b->type == HS_CONF_STRING))
+		return strcmp(a->s, b->s) == 0;
 	hs_conf_value_format(a, x, sizeof(x));
 	hs_conf_value_format(b, y, sizeof(y));
 	return a->type == b->type ? strcmp(x, y) == 0 :
@@ -388,6 +393,12 @@ seal_locks(struct hs_conf *c, char *err, size_t errlen)
 	const struct hs_conf_entry *lk = hs_conf_find(c, "locked");
 	size_t nlocks = lk ? lk->v.n : 0;
 
+	/* What the admin layers said of every key (trusted policy_dirs, say). */
+	for (size_t k = 0; k < c->n; k++)
+		if (value_copy(&c->e[k].admin, &c->e[k].v) < 0) {
+			snprintf(err, errlen, "cannot load the configuration: out of memory");
+			return -1;
+		}
 	for (size_t k = 0; k < nlocks; k++) {
 		/* find_or_add may move the array: look "locked" up again each time. */
 		const char *name = hs_conf_find(c, "locked")->v.list[k];
@@ -665,9 +676,25 @@ hs_conf_free(struct hs_conf *c)
 		free(c->e[k].ceiling_origin);
 		hs_conf_value_clear(&c->e[k].v);
 		hs_conf_value_clear(&c->e[k].ceiling);
+		hs_conf_value_clear(&c->e[k].admin);
 	}
 	free(c->e);
 	free(c);
+}
+
+int
+hs_conf_allows(const struct hs_conf *c, const char *key, const char *text, char *err, size_t errlen)
+{
+	const struct hs_conf_entry *e = hs_conf_find(c, key);
+	struct hs_conf_value v = { .type = HS_VT_TEXT, .s = (char *)text };
+	char have[512];
+
+	if (!text || !e || !e->locked || within_ceiling(hs_conf_schema_find(key), &e->ceiling, &v))
+		return 1;
+	hs_conf_value_format(&e->ceiling, have, sizeof(have));
+	snprintf(err, errlen, "'%s' is locked to %s by %s; '%s' is not allowed (ask the admin)", key,
+	         have, e->ceiling_origin, text);
+	return 0;
 }
 
 int

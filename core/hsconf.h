@@ -77,6 +77,21 @@ int hs_conf_check_section(struct hs_conf *c, const char *section,
  */
 const char *hs_conf_origin(const struct hs_conf *c, const char *key);
 
+/*
+ * 1 when item was in the list key had when the admin layers ended (built-in
+ * defaults and SYSCONFDIR files), else 0: a user layer added it.
+ */
+int hs_conf_admin_has(const struct hs_conf *c, const char *key, const char *item);
+
+/*
+ * May a value that never passes through the layers (a command-line flag or a
+ * serve request naming a backend or network) be used for key?  1 yes (also
+ * when text is NULL or key is not locked), 0 with a one-line reason when it
+ * is outside the admin's lock.
+ */
+int hs_conf_allows(const struct hs_conf *c, const char *key, const char *text, char *err,
+                   size_t errlen);
+
 /* 1 when an admin layer locked key, else 0. */
 int hs_conf_locked(const struct hs_conf *c, const char *key);
 

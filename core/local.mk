@@ -3,7 +3,7 @@ include core/hsconf.mk
 
 bin_PROGRAMS += core/hs
 core_hs_SOURCES = \
-	core/main.c core/core.c core/core.h core/cmds.h \
+	core/main.c core/core.c core/core.h core/cmds.h core/guard.c core/guard.h \
 	core/paths.c core/paths.h core/pathsec.c core/pathsec.h \
 	core/loader.c core/loader.h core/json.c core/json.h \
 	core/cmd_backends.c core/cmd_plugin_check.c \

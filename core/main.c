@@ -4,12 +4,16 @@
 #include "config.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/cmds.h"
 #include "core/core.h"
+#include "core/env.h"
+
+extern char **environ;
 
 static void
 usage(FILE *f)
@@ -59,6 +63,11 @@ main(int argc, char **argv)
 	char err[1024];
 	int i = 1, rc;
 
+	/* hs holds credentials it scrubs from commands: a process of the same
+	 * uid must not read them back through /proc or ptrace. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (hs_env_hide_secrets(environ) < 0)
+		hs_warn("a credential's value could not be hidden from /proc (out of memory)");
 	/* A vanished reader is an error to report, never a silent death. */
 	signal(SIGPIPE, SIG_IGN);
 	for (; i < argc && argv[i][0] == '-'; i++) {

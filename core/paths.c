@@ -88,14 +88,9 @@ hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_dirs, siz
                      char **dirs, size_t max)
 {
 	size_t n = 0;
-	const char *env = getenv("HS_PLUGIN_DIR");
 
-	if (env) {
-		char *copy = strdup(env), *save = NULL;
-		for (char *t = copy ? strtok_r(copy, ":", &save) : NULL; t; t = strtok_r(NULL, ":", &save))
-			n = add_dir(dirs, n, max, t);
-		free(copy);
-	}
+	/* HS_PLUGIN_DIR reaches here through the configuration (plugin_dirs), so
+	 * an admin's lock on plugin_dirs holds for it too. */
 	for (size_t i = 0; i < n_conf; i++)
 		n = add_dir(dirs, n, max, conf_dirs[i]);
 	/* An hs run from its build tree loads the plugins built with it, before
@@ -118,15 +113,13 @@ int
 hs_paths_runner(const struct hs_paths *p, const char *configured, char *out, size_t len,
                 char *err, size_t errlen)
 {
-	const char *env = getenv("HS_RUNNER");
 	const char *cand[4];
 	char tree[PATH_MAX];
 	size_t n = 0;
 
+	/* HS_RUNNER arrives as runner_path, under its lock. */
 	if (configured && *configured)
 		cand[n++] = configured;
-	if (env && *env)
-		cand[n++] = env;
 	if (p->in_build_tree) {
 		snprintf(tree, sizeof(tree), "%s/runner/hs-runner", HS_BUILDDIR);
 		cand[n++] = tree;

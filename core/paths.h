@@ -22,8 +22,8 @@ struct hs_paths {
 int hs_paths_init(struct hs_paths *p, char *err, size_t errlen);
 
 /*
- * Build the plugin search path: HS_PLUGIN_DIR (colon-separated), the
- * configured plugin_dirs, the installed plugin directory, then (only when
+ * Build the plugin search path: the configured plugin_dirs (HS_PLUGIN_DIR
+ * is prepended to them by the configuration, under its lock), the installed plugin directory, then (only when
  * running from the build tree) the build tree's plugin output directories.
  * Returns the number of entries written to dirs (each malloc'd).
  */
@@ -31,7 +31,7 @@ size_t hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_di
                             char **dirs, size_t max);
 
 /*
- * Find hs-runner: configured path, else HS_RUNNER, else the build tree's
+ * Find hs-runner: configured path (runner_path or HS_RUNNER), else the build tree's
  * runner when running from it, else the installed one.  Writes out; returns 0
  * or -1 with a reason when none is executable.
  */

@@ -16,6 +16,8 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/approval.h"
+#include "core/guard.h"
+#include "core/shell.h"
 #include "core/capture.h"
 #include "core/cmds.h"
 #include "core/core.h"
@@ -295,10 +297,17 @@ do_exec(struct sess *ss, struct req *r)
 	const char *bad = NULL;
 	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
 	int built = hs_env_build(&env, environ, pass, n_pass, sets, n_sets, ss->cn.merge_env, &bad);
+	/* env variables are judged with the command: BASH_ENV=x runs code too. */
+	char *gate_cmd = built < 0 ? NULL : hs_env_gate_command(sets, n_sets, command);
 	for (size_t i = 0; i < n_sets; i++)
 		free(kv[i]);
 	if (built < 0) {
 		srv_reply_error(s, r->id, "invalid_request", "env: invalid variable name");
+		return;
+	}
+	if (!gate_cmd) {
+		srv_reply_error(s, r->id, "internal", "out of memory");
+		hs_env_free(&env);
 		return;
 	}
 	struct hs_redactor *red = NULL;
@@ -309,7 +318,7 @@ do_exec(struct sess *ss, struct req *r)
 	struct hs_gate gate = {
 		.session = ss->name,
 		.backend = ss->cn.be->plugin.name,
-		.command = command,
+		.command = gate_cmd,
 		.host = ss->cn.props.host_access,
 		.mode = mode,
 		.grants = &ss->grants,
@@ -322,12 +331,14 @@ do_exec(struct sess *ss, struct req *r)
 		srv_reply_error(s, r->id, "denied", verdict.why);
 		hs_redactor_free(red);
 		hs_env_free(&env);
+		free(gate_cmd);
 		return;
 	}
 	if (background) {
 		start_job(ss, r, &gate, &an, &verdict, &env, timeout, grace, (size_t)limit);
 		hs_redactor_free(red);
 		hs_env_free(&env);
+		free(gate_cmd);
 		return;
 	}
 	struct srv_sink k = { .ss = ss, .id = r->id };
@@ -342,6 +353,7 @@ do_exec(struct sess *ss, struct req *r)
 		hs_capture_free(&k.cap[2]);
 		hs_redactor_free(red);
 		hs_env_free(&env);
+		free(gate_cmd);
 		return;
 	}
 	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -371,7 +383,18 @@ do_exec(struct sess *ss, struct req *r)
 	pthread_mutex_lock(&ss->mu);
 	ss->running_id = r->id;
 	pthread_mutex_unlock(&ss->mu);
-	int rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
+	unsigned restored = 0;
+	int rc = hs_guard_begin(c, gate.session, gate.backend, ss->cn.snapshot, err, sizeof(err));
+	if (rc == 0) {
+		rc = hs_conn_exec(&ss->cn, &eo, &sink, &res, err, sizeof(err));
+		char gerr[1024];
+		if (hs_guard_end(c, gate.session, gate.backend, ss->cn.snapshot,
+		                 rc == 0 && !res.timed_out && !res.cancelled, &restored, gerr,
+		                 sizeof(gerr)) < 0 && rc == 0) {
+			snprintf(err, sizeof(err), "%s", gerr);
+			rc = -1;
+		}
+	}
 	pthread_mutex_lock(&ss->mu);
 	ss->running_id = NULL;
 	pthread_mutex_unlock(&ss->mu);
@@ -388,6 +411,7 @@ do_exec(struct sess *ss, struct req *r)
 	} else {
 		yajl_gen g = srv_reply_ok(r->id);
 		hs_capture_json_result(g, &res, k.cap);
+		hs_json_kint(g, "hs_files_restored", restored);
 		if (k.stream)
 			hs_json_kint(g, "stream_dropped", (long long)k.stream_dropped);
 		yajl_gen_map_close(g);
@@ -395,6 +419,7 @@ do_exec(struct sess *ss, struct req *r)
 	}
 	for (int i = 1; i <= 2; i++)
 		hs_capture_free(&k.cap[i]);
+	free(gate_cmd);
 }
 
 static void
@@ -503,6 +528,41 @@ do_file(struct sess *ss, struct req *r, int put)
 	}
 	if (!ss->opened) {
 		srv_reply_error(s, r->id, "no_session", "the session is not open");
+		return;
+	}
+	/* The same line as for commands: nothing writes hs's own files on the host. */
+	if (put && hs_guard_protects(s->c, path)) {
+		snprintf(err, sizeof(err), "put_file onto hs's own files ('%s') is refused", path);
+		srv_reply_error(s, r->id, "denied", err);
+		return;
+	}
+	/* And the same policy: a put is judged as `cat > PATH`, a get as `cat PATH`. */
+	size_t ql = hs_shell_quote(NULL, path), pl = put ? 6 : 4;
+	char *fcmd = malloc(pl + ql + 1);
+	if (!fcmd) {
+		srv_reply_error(s, r->id, "internal", "out of memory");
+		return;
+	}
+	memcpy(fcmd, put ? "cat > " : "cat ", pl);
+	hs_shell_quote(fcmd + pl, path);
+	fcmd[pl + ql] = '\0';
+	struct srv_asker_ctx actx = { ss, r->id };
+	struct hs_asker asker = { &actx, srv_ask, "client" };
+	struct hs_gate gate = {
+		.session = ss->name,
+		.backend = ss->cn.be->plugin.name,
+		.command = fcmd,
+		.host = ss->cn.props.host_access,
+		.mode = ss->mode,
+		.grants = &ss->grants,
+		.asker = &asker,
+	};
+	struct hs_analysis an;
+	struct hs_approval_out verdict;
+	int allowed = hs_approval_gate(s->c, s->policy, &gate, &an, &verdict);
+	free(fcmd);
+	if (!allowed) {
+		srv_reply_error(s, r->id, "denied", verdict.why);
 		return;
 	}
 	if (put) {

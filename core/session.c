@@ -17,6 +17,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/core.h"
+#include "core/guard.h"
 #include "core/json.h"
 #include "core/pathsec.h"
 #include "core/session.h"
@@ -144,6 +145,7 @@ hs_record_save(struct hs_core *c, const struct hs_record *r, char *err, size_t e
 	yajl_gen_get_buf(g, &buf, &len);
 	rc = hs_pathsec_write_atomic(path, buf, len, 0600, err, errlen);
 	yajl_gen_free(g);
+	hs_guard_rebase(c, path);
 	return rc;
 }
 
@@ -154,8 +156,10 @@ hs_record_remove(struct hs_core *c, const char *name)
 	if (record_path(c, name, "", path, sizeof(path), err, sizeof(err)) < 0)
 		return -1;
 	int rc = unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	hs_guard_rebase(c, path);
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".lock");
 	unlink(path);
+	hs_guard_rebase(c, path);
 	return rc;
 }
 
@@ -237,6 +241,23 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	}
 	if (!backend && hs_conf_string(c->conf, "backend", &backend) != 0)
 		backend = "local";
+	/* A flag or request names a backend, network or image: the admin's lock holds. */
+	if (!req->spec->network || !*req->spec->network)
+		hs_conf_string(c->conf, "network", &req->spec->network);
+	char image_key[96];
+	snprintf(image_key, sizeof(image_key), "%s.image", backend);
+	if (!hs_conf_allows(c->conf, "backend", backend, err, errlen) ||
+	    !hs_conf_allows(c->conf, "network", req->spec->network, err, errlen) ||
+	    !hs_conf_allows(c->conf, image_key, req->spec->image, err, errlen))
+		goto fail;
+	/* A sandbox binds its workdir (-C, serve "workspace") read-write: a locked
+	 * workspace holds there.  Plain local only starts in it. */
+	const char *iso = "none";
+	hs_conf_string(c->conf, "local.isolation", &iso);
+	int binds = strcmp(backend, "local") != 0 || (req->spec->flags & HS_SPEC_ISOLATE) ||
+	            strcmp(iso, "namespaces") == 0;
+	if (binds && !hs_conf_allows(c->conf, "workspace", req->spec->workdir, err, errlen))
+		goto fail;
 	struct hs_backend *be = hs_core_backend(c, backend, err, errlen);
 	if (!be)
 		goto fail;

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/shell.h"
@@ -57,6 +58,7 @@ static const char bash_file_wrapper[] =
 	"__hs_save() {\n"
 	"  __hs_rc=$?; trap - EXIT; builtin unset -f __hs_save\n"
 	"  if [ \"$__hs_keep\" = 1 ]; then\n"
+	"    builtin unset ${!HS_*} 2>/dev/null\n"
 	"    { builtin printf 'builtin cd -- %q 2>/dev/null\\n' \"$PWD\"; builtin export -p;\n"
 	"      builtin declare -f; builtin alias -p; } 2>/dev/null >\"$__hs_snap.$$\" &&\n"
 	"    command mv -f \"$__hs_snap.$$\" \"$__hs_snap\" 2>/dev/null\n"
@@ -131,6 +133,29 @@ entry_len(const char *p, const char *end)
 	return (size_t)(end - p);
 }
 
+/* Length of one `export NAME='value'` entry of POSIX sh's export -p, or 0. */
+static size_t
+sh_entry_len(const char *p, const char *end)
+{
+	const char *q = p;
+	int inq = 0;
+	while (q < end) {
+		if (*q == '\'')
+			inq = !inq;
+		else if (*q == '\n' && !inq)
+			return (size_t)(q - p) + 1;
+		q++;
+	}
+	return (size_t)(end - p);
+}
+
+/* Does the entry's NAME (at p) start with HS_?  Those configure hs, never a session. */
+static int
+hs_name(const char *p, const char *end)
+{
+	return end - p > 3 && memcmp(p, "HS_", 3) == 0;
+}
+
 size_t
 hs_shell_filter_snapshot(char *buf, size_t len)
 {
@@ -141,9 +166,15 @@ hs_shell_filter_snapshot(char *buf, size_t len)
 		if ((size_t)(end - r) > 9 && memcmp(r, "declare -", 9) == 0) {
 			n = entry_len(r, end);
 			/* Flags run up to the first space: readonly ones are not replayed. */
-			for (const char *f = r + 9; f < r + n && *f != ' '; f++)
+			const char *f = r + 9;
+			for (; f < r + n && *f != ' '; f++)
 				if (*f == 'r')
 					drop = 1;
+			drop |= hs_name(f + 1, r + n);
+		} else if ((size_t)(end - r) > 7 && memcmp(r, "export ", 7) == 0) {
+			/* POSIX sh: export NAME='value', the value quoted over lines if need be. */
+			n = sh_entry_len(r, end);
+			drop = hs_name(r + 7, r + n);
 		} else {
 			const char *nl = memchr(r, '\n', (size_t)(end - r));
 			n = nl ? (size_t)(nl - r) + 1 : (size_t)(end - r);
@@ -155,4 +186,28 @@ hs_shell_filter_snapshot(char *buf, size_t len)
 		r += n;
 	}
 	return (size_t)(w - buf);
+}
+
+size_t
+hs_shell_quote(char *out, const char *s)
+{
+	size_t n = 0;
+
+	if (out)
+		out[n] = '\'';
+	n++;
+	for (; *s; s++) {
+		if (*s == '\'') {
+			if (out)
+				memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			if (out)
+				out[n] = *s;
+			n++;
+		}
+	}
+	if (out)
+		out[n] = '\'';
+	return n + 1;
 }

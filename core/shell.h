@@ -28,8 +28,16 @@ const char *hs_shell_file_wrapper(const char *shell);
 
 /*
  * Clean a snapshot received on fd 3 in place: drop readonly variables and
- * hs's own helpers, so replaying it never fails.  Returns the new length.
+ * hs's own helpers, so replaying it never fails, and every HS_* variable,
+ * so an `export HS_CONFIG=...` never reaches the session's next command (a
+ * nested hs would take it as its configuration).  Returns the new length.
  */
 size_t hs_shell_filter_snapshot(char *buf, size_t len);
+
+/*
+ * Write s single-quoted for a POSIX shell ('it'\''s') to out (no NUL added)
+ * and return its length; with out NULL only the length is returned.
+ */
+size_t hs_shell_quote(char *out, const char *s);
 
 #endif /* HS_SHELL_H */

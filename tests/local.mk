@@ -5,6 +5,12 @@ EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
+# Ceilings and hs's own files (issue 18): user policy only adds, locks hold for
+# flags and HS_* variables, the guard puts back what a host command changed,
+# per-command variables that run code need approval, secrets stay out of /proc.
+TESTS += tests/security/ceilings.test tests/security/secrets.test
+EXTRA_DIST += tests/security/ceilings.test tests/security/secrets.test docs/security.md
+
 # Fault injection: garbage input, vanishing clients, hanging and stream-cutting
 # backends (tests/faults/faulty.c, built at test time), SIGKILL, full disks.
 TESTS += tests/faults/serve-faults.test tests/faults/disk-full.test

@@ -9,7 +9,10 @@
  * later path set of the same name extends the earlier one, a later
  * program declaration adds to the list (the last one for a name wins), a
  * later rule with the same id replaces the earlier rule, and
- * "disabled = true" removes it.  See hs-policy(5).  The tables that
+ * "disabled = true" removes it.  Files of a user layer (a policy_dirs entry
+ * the admin did not configure) may only add: a rule or program declaration
+ * of a name already loaded, or "disabled", is refused, so a user cannot
+ * undo a shipped or admin rule.  See hs-policy(5).  The tables that
  * matching uses are built from the loaded policy in policy-index.c.
  */
 #include <dirent.h>
@@ -28,6 +31,7 @@
 struct load {
 	struct hs_policy *p;
 	const char *file;
+	int user; /* a user layer: may only add rules and declarations */
 	char *err;
 	size_t errlen;
 	/* Predicates naming a set are linked once every file is read. */
@@ -321,6 +325,17 @@ load_pathsets(struct load *l, const config_setting_t *g)
 	return 0;
 }
 
+/* 1 when an earlier declaration names prog. */
+static int
+declared(const struct hs_policy *p, const char *prog)
+{
+	for (size_t k = 0; k < p->n_decls; k++)
+		for (size_t j = 0; j < p->decls[k].names.n; j++)
+			if (!strcmp(p->decls[k].names.v[j], prog))
+				return 1;
+	return 0;
+}
+
 static int
 load_programs(struct load *l, const config_setting_t *list)
 {
@@ -345,6 +360,11 @@ load_programs(struct load *l, const config_setting_t *list)
 			return -1;
 		if (!d->names.n)
 			return fail(l, "%s:%d: program declaration without 'names'", l->file, config_setting_source_line(e));
+		for (k = 0; l->user && k < d->names.n; k++)
+			if (declared(p, d->names.v[k]))
+				return fail(l, "%s:%d: program '%s' is already declared: a user policy file may only "
+					    "add rules and declarations (see hs-policy(5))", l->file,
+					    config_setting_source_line(e), d->names.v[k]);
 		if (get_strlist(l, config_setting_get_member(e, "arg_options"), &args, "arg_options"))
 			return -1;
 		for (k = 0; k < args.n; k++) {
@@ -421,6 +441,14 @@ load_rule(struct load *l, const config_setting_t *e)
 	if (!config_setting_lookup_string(e, "id", &id) || !*id)
 		return fail(l, "%s:%d: rule without 'id'", l->file, line);
 	config_setting_lookup_bool(e, "disabled", &disabled);
+	for (k = 0; l->user && k < p->n_rules; k++)
+		if (!strcmp(p->rules[k].id, id))
+			return fail(l, "%s:%d: rule '%s' is already defined: a user policy file may only add "
+				    "rules, not %s them (see hs-policy(5))", l->file, line, id,
+				    disabled ? "disable" : "replace");
+	if (disabled && l->user)
+		return fail(l, "%s:%d: rule '%s': a user policy file cannot disable rules (see hs-policy(5))",
+			    l->file, line, id);
 	if (disabled) {
 		for (k = 0; k < p->n_rules; k++) {
 			if (!strcmp(p->rules[k].id, id)) {
@@ -615,6 +643,13 @@ int
 hs_policy_load(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
 	       const struct hs_policy_paths *paths, char *err, size_t errlen)
 {
+	return hs_policy_load_layers(out, dirs, n_dirs, 0, paths, err, errlen);
+}
+
+int
+hs_policy_load_layers(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
+		      size_t user_from, const struct hs_policy_paths *paths, char *err, size_t errlen)
+{
 	struct hs_policy *p;
 	struct load l;
 	size_t k;
@@ -638,9 +673,11 @@ hs_policy_load(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
 	for (k = 0; paths && k < paths->n_protected; k++)
 		if (paths->protected_paths[k] && paths->protected_paths[k][0] && add_protected(p, paths->protected_paths[k]))
 			goto out;
-	for (k = 0; k < n_dirs; k++)
+	for (k = 0; k < n_dirs; k++) {
+		l.user = user_from && k >= user_from;
 		if (load_dir(&l, dirs[k]))
 			goto out;
+	}
 	for (k = 0; k < l.npend; k++) {
 		struct hs_pred *pr = l.pend[k].pred;
 

@@ -31,6 +31,15 @@ struct hs_policy_paths {
  */
 int hs_policy_load(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
 		   const struct hs_policy_paths *paths, char *err, size_t errlen);
+/*
+ * hs_policy_load() with user layers: dirs[user_from ..] may only add rules
+ * and program declarations; a rule id or program name already loaded, or
+ * "disabled = true", there is refused with a message naming file, line and
+ * rule.  user_from 0 (or >= n_dirs): every directory is trusted.
+ */
+int hs_policy_load_layers(struct hs_policy **out, const char *const *dirs, size_t n_dirs,
+			  size_t user_from, const struct hs_policy_paths *paths, char *err,
+			  size_t errlen);
 /* Free a policy from hs_policy_load(); NULL is fine. */
 void hs_policy_free(struct hs_policy *p);
 /* Number of rules loaded. */
