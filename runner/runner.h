@@ -114,6 +114,7 @@ struct hsr_daemon_opts {
 	const char *dir;
 	int idle_s;
 	int foreground;
+	const uint8_t *key; /* HSR_KEY_LEN bytes, or NULL: the first stream brings it */
 };
 
 /* Forks the daemon (detached unless foreground), which binds DIR/sock.
