@@ -7,7 +7,6 @@
  */
 #include "daemon.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -746,45 +745,6 @@ static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, i
 	return rc;
 }
 
-/* Closes every descriptor above 2 but the n in keep: whatever the starter
- * left open (a shell's `9>&1`, a pipe to `| cat`) would otherwise stay
- * open as long as the daemon lives, and its reader would wait for it. */
-static void close_fds_except(const int *keep, int n)
-{
-	DIR *dir = opendir("/proc/self/fd");
-	long max;
-
-	if (dir) {
-		struct dirent *e;
-		int me = dirfd(dir);
-
-		while ((e = readdir(dir))) {
-			char *end;
-			long fd = strtol(e->d_name, &end, 10);
-			int kept = fd <= 2 || fd == me || *end;
-
-			for (int i = 0; i < n && !kept; i++)
-				kept = keep[i] == fd;
-			if (!kept)
-				close((int)fd);
-		}
-		closedir(dir);
-		return;
-	}
-	/* No /proc (a bare chroot): try every possible number. */
-	max = sysconf(_SC_OPEN_MAX);
-	if (max < 0 || max > 65536)
-		max = 65536;
-	for (long fd = 3; fd < max; fd++) {
-		int kept = 0;
-
-		for (int i = 0; i < n && !kept; i++)
-			kept = keep[i] == fd;
-		if (!kept)
-			close((int)fd);
-	}
-}
-
 int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int lockfd,
 		     char *err, size_t errlen)
 {
@@ -830,7 +790,7 @@ int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int
 		{
 			int keep[] = { rd->dirfd, lockfd, ready[1] };
 
-			close_fds_except(keep, 3);
+			hsr_close_others(keep, 3);
 		}
 		if (chdir("/") < 0)
 			_exit(1);
