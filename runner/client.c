@@ -215,7 +215,13 @@ static int handshake_msg(struct hsr_client *c, struct hsr_msg *m, const char *wh
 		return -1;
 	}
 	if (m->type == HSR_F_ERROR) {
-		set_err(err, errlen, "runner refused the handshake: %.*s", (int)m->str_len, m->str);
+		/* A runner of protocol 1 knows neither KEY nor version 2; one
+		 * of a newer protocol may not know ours. */
+		int old = m->code == HSR_E_PROTO || m->code == HSR_E_VERSION;
+
+		set_err(err, errlen, "runner refused the handshake: %.*s%s", (int)m->str_len, m->str,
+			old ? " (a runner of another protocol version runs there: close the "
+			      "session and open it again)" : "");
 		return -1;
 	}
 	return 0;

@@ -4,8 +4,10 @@
 #include "hmac.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -156,6 +158,16 @@ int hsr_random(void *p, size_t n)
 	while (n) {
 		ssize_t r = getrandom(q, n, 0);
 
+		if (r < 0 && errno == ENOSYS) {
+			/* A kernel older than 3.17. */
+			int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+			r = fd < 0 ? -1 : read(fd, q, n);
+			if (fd >= 0)
+				close(fd);
+			if (r <= 0)
+				return -1;
+		}
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
