@@ -718,6 +718,9 @@ static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, i
 	}
 
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* What a command leaves behind when it kills its shim comes to us,
+	 * so it stays our descendant and is refused (peer_ok). */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	set_instance();
 	signal(SIGPIPE, SIG_IGN);
 	/* Shims are our only children and report through their status
