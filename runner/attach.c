@@ -125,21 +125,15 @@ static int read_exact(int fd, uint8_t *p, size_t n)
  * daemon's socket. */
 static int read_key(uint8_t key[HSR_KEY_LEN])
 {
+	/* u32 length 33, u8 type KEY, the key. */
 	uint8_t f[4 + 1 + HSR_KEY_LEN];
-	struct hsr_frame fr = { .type = 0 };
-	struct hsr_msg m;
 
 	if (read_exact(0, f, sizeof(f)) < 0 || f[0] != 1 + HSR_KEY_LEN || f[1] || f[2] || f[3] ||
 	    f[4] != HSR_F_KEY) {
 		hsr_warn("the stream must start with the session key (a KEY frame; see hs-runner(7))");
 		return -1;
 	}
-	fr.type = f[4];
-	fr.payload = f + 5;
-	fr.len = HSR_KEY_LEN;
-	if (hsr_msg_decode(&fr, 0, &m) < 0)
-		return -1;
-	memcpy(key, m.data, HSR_KEY_LEN);
+	memcpy(key, f + 5, HSR_KEY_LEN);
 	hsr_wipe(f, sizeof(f));
 	return 0;
 }

@@ -713,7 +713,9 @@ static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, i
 	int rc;
 
 	if (o->key) {
+		/* One copy only, which shims wipe (cmd.c). */
 		memcpy(d.key, o->key, HSR_KEY_LEN);
+		hsr_wipe(o->key, HSR_KEY_LEN);
 		d.keyed = 1;
 	}
 

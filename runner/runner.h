@@ -117,7 +117,8 @@ struct hsr_daemon_opts {
 	const char *dir;
 	int idle_s;
 	int foreground;
-	const uint8_t *key; /* HSR_KEY_LEN bytes, or NULL: the first stream brings it */
+	uint8_t *key; /* HSR_KEY_LEN bytes, wiped once the daemon took them; NULL: the
+	                 first stream brings the key */
 };
 
 /* Forks the daemon (detached unless foreground), which binds DIR/sock.
