@@ -6,7 +6,8 @@ version 2 needs the session key, see hs-runner(7)).
 
 usage: runchan-client.py SOCK KEY MARKER
 KEY is a key file (a missing one counts as "none"), "none" (skip
-authentication) or "wrong" (a random key).
+authentication), "wrong" (a random key) or "rekey" (try to give the
+daemon a new key, then prove it).
 Prints one line: "started" when the daemon took the EXEC without an
 error, else "refused: REASON".  Exits 0 either way, 2 on usage errors."""
 import hashlib
@@ -55,7 +56,7 @@ def main():
     path, keyarg, marker = sys.argv[1:]
     if keyarg == "none":
         key = None
-    elif keyarg == "wrong":
+    elif keyarg in ("wrong", "rekey"):
         key = os.urandom(32)
     else:
         try:
@@ -79,6 +80,8 @@ def main():
         version = struct.unpack("<I", p[:4])[0]
         if version >= 2:
             s.sendall(frame(CHALLENGE, nonce_c))
+            if keyarg == "rekey":
+                s.sendall(frame(KEY, key))
         if version >= 2 and key is not None:
             t, p = read_frame(s)
             if t != AUTH:
