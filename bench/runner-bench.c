@@ -47,6 +47,7 @@ int main(int argc, char **argv)
 {
 	static const char *const targv[] = { "/bin/true", NULL };
 	static const char *const tenv[] = { "PATH=/usr/bin:/bin", NULL };
+	static const uint8_t key[HSR_KEY_LEN] = "runner-bench key, any 32 bytes..";
 	const char *runner = argc > 1 ? argv[1] : "runner/hs-runner";
 	int n = argc > 2 ? atoi(argv[2]) : 2000;
 	char tmp[] = "/tmp/hsr-bench-XXXXXX", dir[64], sock[80], err[256];
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 500 && stat(sock, &st) < 0; i++)
 		usleep(10000);
 	fd = spawn_stream(runner, dir, &attach);
-	if (fd < 0 || hsr_client_open(fd, &c, err, sizeof(err)) < 0) {
+	if (fd < 0 || hsr_client_open(fd, key, HSR_CLIENT_PROXY, &c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "runner-bench: %s\n", err);
 		kill(daemon, SIGTERM);
 		return 1;

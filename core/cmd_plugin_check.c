@@ -95,7 +95,10 @@ live_runner(const struct hs_backend_v1 *be, void *env)
 		return;
 	struct hsr_client *rc = NULL;
 	char cerr[256];
-	if (hsr_client_open(fd, &rc, cerr, sizeof(cerr)) < 0) {
+	/* A fresh key: the environment opened here is new (hs-runner(7)). */
+	uint8_t key[HSR_KEY_LEN];
+	if (hsr_random(key, sizeof(key)) < 0 ||
+	    hsr_client_open(fd, key, HSR_CLIENT_PROXY, &rc, cerr, sizeof(cerr)) < 0) {
 		result(0, "runner handshake: %s", cerr);
 		return;
 	}

@@ -13,6 +13,7 @@
 
 #include "core/cmds.h"
 #include "core/core.h"
+#include "core/runkey.h"
 #include "core/exec.h"
 #include "core/hsconf.h"
 #include "core/json.h"
@@ -56,6 +57,7 @@ close_session(struct hs_core *c, const char *name, char *err, size_t errlen)
 				be->plugin.desc.close(env, 0, e);
 			else
 				hs_warn("session '%s': %s", name, e);
+			hs_runkey_remove(be, rec.env_name);
 		} else {
 			hs_warn("%s; forgetting the record anyway", err);
 		}

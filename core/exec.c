@@ -21,6 +21,7 @@
 
 #include "core/core.h"
 #include "core/exec.h"
+#include "core/runkey.h"
 #include "core/safety/redact.h"
 #include "core/shell.h"
 #include "runner/client.h"
@@ -60,7 +61,8 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 		snprintf(err, errlen, "backend '%s': %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
 		return st;
 	}
-	if (hsr_client_open(fd, &cn->rc, e, sizeof(e)) < 0) {
+	/* Every backend's stream is an `hs-runner --attach`, which takes the key first. */
+	if (hsr_client_open(fd, cn->runner_key, HSR_CLIENT_PROXY, &cn->rc, e, sizeof(e)) < 0) {
 		snprintf(err, errlen, "backend '%s': runner handshake failed: %s", cn->be->plugin.name, e);
 		cn->rc = NULL;
 		return HS_E_PROTOCOL;
@@ -105,7 +107,14 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	else
 		snprintf(cn->snapshot, sizeof(cn->snapshot), "%s/shell.snap",
 		         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp");
-	st = hs_conn_stream(cn, err, errlen);
+	int keyfile = !cn->exec_mode && (spec->flags & HS_SPEC_PERSISTENT);
+	if (!cn->exec_mode &&
+	    hs_runkey_get(be, spec->env_name, keyfile, cn->runner_key, err, errlen) < 0)
+		st = HS_E_IO;
+	else
+		st = hs_conn_stream(cn, err, errlen);
+	if (keyfile)
+		snprintf(cn->runner_key_env, sizeof(cn->runner_key_env), "%s", spec->env_name);
 	if (st != HS_OK) {
 		be->plugin.desc.close(cn->env, HS_CLOSE_KEEP, e);
 		cn->env = NULL;
@@ -127,6 +136,10 @@ hs_conn_close(struct hs_conn *cn, int keep)
 			hs_warn("closing '%s' environment: %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
 	}
 	cn->env = NULL;
+	/* Torn down: its key goes with it. */
+	if (!keep && cn->runner_key_env[0])
+		hs_runkey_remove(cn->be, cn->runner_key_env);
+	hsr_wipe(cn->runner_key, sizeof(cn->runner_key));
 	for (struct hs_job *j = cn->jobs, *next; j; j = next) {
 		next = j->next;
 		hs_capture_free(&j->cap[1]);

@@ -27,6 +27,8 @@ struct hs_conn {
 	int32_t open_status;     /* the backend's status when open failed (HS_E_DENIED, ...) */
 	char runner_instance[40]; /* the daemon's instance at the last connect */
 	int runner_restarted;    /* the last re-attach met another daemon */
+	uint8_t runner_key[32];  /* the session's runner key (core/runkey.h); memory only */
+	char runner_key_env[128]; /* the environment whose key file holds it ("": none) */
 	char snapshot[600];      /* the shell snapshot path inside the sandbox */
 	uint64_t next_id;
 	pthread_mutex_t lock;    /* guards next_id and the job table */

@@ -4,6 +4,7 @@
  * Both directions have their own bounded buffer and are polled together,
  * so a peer that stops reading in one direction never stalls the other.
  */
+#include "hmac.h"
 #include "runner.h"
 
 #include <errno.h>
@@ -103,8 +104,43 @@ static int proxy(int sock)
 	}
 }
 
+/* Reads exactly n bytes (no more: what follows is the stream). */
+static int read_exact(int fd, uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* The stream starts with a KEY frame for us (hs-runner(7)): the session
+ * key, which a daemon we start inherits in memory.  It never reaches the
+ * daemon's socket. */
+static int read_key(uint8_t key[HSR_KEY_LEN])
+{
+	/* u32 length 33, u8 type KEY, the key. */
+	uint8_t f[4 + 1 + HSR_KEY_LEN];
+
+	if (read_exact(0, f, sizeof(f)) < 0 || f[0] != 1 + HSR_KEY_LEN || f[1] || f[2] || f[3] ||
+	    f[4] != HSR_F_KEY) {
+		hsr_warn("the stream must start with the session key (a KEY frame; see hs-runner(7))");
+		return -1;
+	}
+	memcpy(key, f + 5, HSR_KEY_LEN);
+	hsr_wipe(f, sizeof(f));
+	return 0;
+}
+
 int hsr_attach_main(const char *dir, int start, int idle_s)
 {
+	static uint8_t key[HSR_KEY_LEN];
 	struct hsr_rundir rd;
 	char err[600];
 	int sock, lockfd = -1, rc = 1;
@@ -113,6 +149,10 @@ int hsr_attach_main(const char *dir, int start, int idle_s)
 	signal(SIGPIPE, SIG_IGN);
 	if (hsr_rundir_open(&rd, dir, err, sizeof(err)) < 0) {
 		hsr_warn("%s", err);
+		return 1;
+	}
+	if (read_key(key) < 0) {
+		hsr_rundir_close(&rd);
 		return 1;
 	}
 	sock = hsr_rundir_connect(&rd);
@@ -126,7 +166,7 @@ int hsr_attach_main(const char *dir, int start, int idle_s)
 		}
 		sock = hsr_rundir_connect(&rd);
 		if (sock < 0) {
-			struct hsr_daemon_opts o = { .dir = dir, .idle_s = idle_s };
+			struct hsr_daemon_opts o = { .dir = dir, .idle_s = idle_s, .key = key };
 
 			if (hsr_daemon_start(&o, &rd, lockfd, err, sizeof(err)) < 0) {
 				hsr_warn("%s", err);
@@ -143,6 +183,7 @@ int hsr_attach_main(const char *dir, int start, int idle_s)
 		close(lockfd);
 		lockfd = -1;
 	}
+	hsr_wipe(key, sizeof(key));
 	rc = proxy(sock);
 	close(sock);
 out:

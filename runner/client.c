@@ -198,13 +198,54 @@ static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 	}
 }
 
-int hsr_client_open(int fd, struct hsr_client **out, char *err, size_t errlen)
+/* Reads the next frame of the handshake and decodes it; an ERROR becomes
+ * a message.  Returns 0 or -1 with err set. */
+static int handshake_msg(struct hsr_client *c, struct hsr_msg *m, const char *what,
+			 char *err, size_t errlen)
+{
+	struct hsr_frame f;
+	int rc = read_frame(c, &f, HELLO_TIMEOUT_MS, err, errlen);
+
+	if (rc == 0)
+		set_err(err, errlen, "runner stream: no %s from the runner", what);
+	if (rc <= 0)
+		return -1;
+	if (hsr_msg_decode(&f, 1, m) < 0) {
+		set_err(err, errlen, "runner stream: malformed %s frame", hsr_frame_name(f.type));
+		return -1;
+	}
+	if (m->type == HSR_F_ERROR) {
+		/* A runner of protocol 1 knows neither KEY nor version 2; one
+		 * of a newer protocol may not know ours. */
+		int old = m->code == HSR_E_PROTO || m->code == HSR_E_VERSION;
+
+		set_err(err, errlen, "runner refused the handshake: %.*s%s", (int)m->str_len, m->str,
+			old ? " (a runner of another protocol version runs there: close the "
+			      "session and open it again)" : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Sends a frame holding the key, then wipes the copy in the buffer. */
+static int send_key(struct hsr_client *c, const uint8_t key[HSR_KEY_LEN])
+{
+	struct hsr_msg k = { .type = HSR_F_KEY, .data = key, .len = HSR_KEY_LEN };
+	int rc = send_msg(c, &k);
+
+	if (c->out.data)
+		hsr_wipe(c->out.data, c->out.cap);
+	return rc;
+}
+
+int hsr_client_open(int fd, const uint8_t key[HSR_KEY_LEN], unsigned flags,
+		    struct hsr_client **out, char *err, size_t errlen)
 {
 	struct hsr_client *c;
 	struct hsr_msg m = { .type = HSR_F_HELLO, .vmin = HSR_PROTO_MIN, .vmax = HSR_PROTO_MAX,
 			     .str = HSR_VERSION, .str_len = sizeof(HSR_VERSION) - 1 };
-	struct hsr_frame f;
-	int rc;
+	uint8_t nonce_c[HSR_NONCE_LEN], nonce_d[HSR_NONCE_LEN], proof[HSR_SHA256_LEN];
+	int provisioned = 0;
 
 	*out = NULL;
 	c = calloc(1, sizeof(*c));
@@ -216,23 +257,26 @@ int hsr_client_open(int fd, struct hsr_client **out, char *err, size_t errlen)
 	c->fd = fd;
 	pthread_mutex_init(&c->lock, NULL);
 	hsr_decoder_init(&c->dec, HSR_MAX_FRAME);
-	if (send_msg(c, &m) < 0) {
-		set_err(err, errlen, "runner stream: cannot send hello: %s", strerror(errno));
+	if (hsr_random(nonce_c, sizeof(nonce_c)) < 0) {
+		set_err(err, errlen, "runner stream: getrandom: %s", strerror(errno));
 		goto fail;
 	}
-	rc = read_frame(c, &f, HELLO_TIMEOUT_MS, err, errlen);
-	if (rc == 0)
-		set_err(err, errlen, "runner stream: no hello from the runner");
-	if (rc <= 0)
-		goto fail;
-	if (hsr_msg_decode(&f, 1, &m) < 0) {
-		set_err(err, errlen, "runner stream: malformed %s frame", hsr_frame_name(f.type));
+	/* An `hs-runner --attach` takes the key first (it starts the daemon
+	 * with it); then HELLO and our CHALLENGE go to the daemon. */
+	if ((flags & HSR_CLIENT_PROXY) && send_key(c, key) < 0) {
+		set_err(err, errlen, "runner stream: cannot send the key: %s", strerror(errno));
 		goto fail;
 	}
-	if (m.type == HSR_F_ERROR) {
-		set_err(err, errlen, "runner refused the handshake: %.*s", (int)m.str_len, m.str);
-		goto fail;
+	{
+		struct hsr_msg ch = { .type = HSR_F_CHALLENGE, .data = nonce_c, .len = HSR_NONCE_LEN };
+
+		if (send_msg(c, &m) < 0 || send_msg(c, &ch) < 0) {
+			set_err(err, errlen, "runner stream: cannot send hello: %s", strerror(errno));
+			goto fail;
+		}
 	}
+	if (handshake_msg(c, &m, "hello", err, errlen) < 0)
+		goto fail;
 	if (m.type != HSR_F_HELLO || m.vmin != m.vmax || m.vmin < HSR_PROTO_MIN ||
 	    m.vmin > HSR_PROTO_MAX) {
 		set_err(err, errlen, "runner stream: unexpected answer to hello");
@@ -250,6 +294,40 @@ int hsr_client_open(int fd, struct hsr_client **out, char *err, size_t errlen)
 				break;
 			}
 		snprintf(c->peer, sizeof(c->peer), "%.*s", (int)vl, m.str);
+	}
+	for (;;) {
+		if (handshake_msg(c, &m, "AUTH", err, errlen) < 0)
+			goto fail;
+		if (m.type != HSR_F_AUTH) {
+			set_err(err, errlen, "runner stream: expected AUTH, got %s",
+				hsr_frame_name(m.type));
+			goto fail;
+		}
+		if (m.keyed)
+			break;
+		/* A daemon started without a key takes ours, once. */
+		if (provisioned || send_key(c, key) < 0) {
+			set_err(err, errlen, "runner stream: the runner holds no session key");
+			goto fail;
+		}
+		provisioned = 1;
+	}
+	memcpy(nonce_d, m.data, sizeof(nonce_d));
+	hsr_auth_proof(key, HSR_LABEL_DAEMON, nonce_c, nonce_d, proof);
+	if (hsr_memneq(proof, m.proof, sizeof(proof))) {
+		set_err(err, errlen, "the runner did not prove this session's key: it is another "
+			"session's runner (a replaced socket?) or one started with another key; "
+			"close the session to stop it");
+		goto fail;
+	}
+	hsr_auth_proof(key, HSR_LABEL_CLIENT, nonce_d, nonce_c, proof);
+	{
+		struct hsr_msg a = { .type = HSR_F_AUTH, .proof = proof };
+
+		if (send_msg(c, &a) < 0) {
+			set_err(err, errlen, "runner stream: cannot send AUTH: %s", strerror(errno));
+			goto fail;
+		}
 	}
 	*out = c;
 	return 0;

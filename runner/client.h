@@ -14,15 +14,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hmac.h"
 #include "proto.h"
 
 struct hsr_client;
 
+/* hsr_client_open() flag: fd leads to an `hs-runner --attach`, which takes
+ * the key before anything else (never set it for a direct connection to a
+ * daemon's socket: whatever listens there would get the key). */
+#define HSR_CLIENT_PROXY 0x1u
+
 /* Takes ownership of fd (it is closed by hsr_client_free(), also when this
- * call fails) and performs the HELLO handshake, offering protocol versions
- * HSR_PROTO_MIN..HSR_PROTO_MAX.  On failure a one-line message is written
- * to err.  Returns 0 and sets *out, or -1. */
-int hsr_client_open(int fd, struct hsr_client **out, char *err, size_t errlen);
+ * call fails) and performs the handshake: HELLO, offering protocol versions
+ * HSR_PROTO_MIN..HSR_PROTO_MAX, and the mutual challenge-response over the
+ * session key (HSR_KEY_LEN bytes), so that both sides know the other holds
+ * it; a daemon started without a key is given this one.  On failure a
+ * one-line message is written to err.  Returns 0 and sets *out, or -1. */
+int hsr_client_open(int fd, const uint8_t key[HSR_KEY_LEN], unsigned flags,
+		    struct hsr_client **out, char *err, size_t errlen);
 /* Closes the stream's descriptor and frees the client.  NULL is allowed. */
 void hsr_client_free(struct hsr_client *c);
 /* Returns the descriptor, for poll(); readable means hsr_client_next() has

@@ -104,8 +104,11 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 			       req->argv[0], strerror(errno));
 		goto fail;
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		/* The shim has no use for the session key. */
+		hsr_wipe(d->key, sizeof(d->key));
 		hsr_shim_run(&spec);
+	}
 
 	cmd->id = req->id;
 	cmd->owner = c;

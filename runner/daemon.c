@@ -61,6 +61,47 @@ static void conn_close(struct hsr_daemon *d, struct hsr_conn *c)
 	free(c);
 }
 
+/* Returns 1 when pid is this daemon's descendant: a command, or anything
+ * a command started (orphans stay below us, the shims being subreapers).
+ * Walks the parent chain in /proc.  A pid whose entry cannot be read is
+ * counted as a descendant (it may have handed its socket on and gone),
+ * unless /proc is missing altogether (a bare chroot), where nothing can be
+ * told and the key alone guards the socket. */
+static int descendant(pid_t pid)
+{
+	pid_t self = getpid();
+
+	if (access("/proc/self/stat", R_OK) < 0)
+		return 0;
+	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
+		char path[64], buf[512], *p;
+		ssize_t n;
+		int fd;
+		long ppid;
+
+		if (pid == self)
+			return 1;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 1;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return 1;
+		buf[n] = '\0';
+		/* "PID (COMM) STATE PPID ...": COMM may hold anything, so
+		 * parse after its last ')'. */
+		p = strrchr(buf, ')');
+		if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+			return 1;
+		pid = (pid_t)ppid;
+	}
+	return 0;
+}
+
+/* Same user (or root), and not one of our own commands: a command must
+ * never reach the daemon that runs it (hs-runner(7), "Authentication"). */
 static int peer_ok(int fd)
 {
 	struct ucred cred;
@@ -68,7 +109,10 @@ static int peer_ok(int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return 0;
-	return cred.uid == geteuid() || cred.uid == 0;
+	if (cred.uid != geteuid() && cred.uid != 0)
+		return 0;
+	/* pid 0: the peer lives in an ancestor PID namespace, outside ours. */
+	return cred.pid <= 0 || !descendant(cred.pid);
 }
 
 static void accept_conns(struct hsr_daemon *d)
@@ -140,6 +184,82 @@ static void do_hello(struct hsr_conn *c, const struct hsr_msg *m)
 	c->hello = 1;
 }
 
+/* Sends AUTH: our nonce and, once we hold the key, our proof over both
+ * nonces, so the client knows it reached this session's daemon. */
+static void send_auth(struct hsr_daemon *d, struct hsr_conn *c)
+{
+	uint8_t proof[HSR_SHA256_LEN] = { 0 };
+	struct hsr_msg r = { .type = HSR_F_AUTH, .keyed = (uint8_t)d->keyed, .data = c->nonce_d,
+			     .len = HSR_NONCE_LEN, .proof = proof };
+
+	if (d->keyed)
+		hsr_auth_proof(d->key, HSR_LABEL_DAEMON, c->nonce_c, c->nonce_d, proof);
+	hsr_msg_encode(&c->out, &r, 1);
+}
+
+static void auth_refuse(struct hsr_conn *c, const char *why)
+{
+	hsr_conn_error(c, 0, HSR_E_AUTH, "authentication failed: %s", why);
+	c->closing = 1;
+}
+
+/* The frames of a stream that has not proved the key.  Returns 1 when m
+ * was handled here; 0 lets SHUTDOWN and PING through, which need no key:
+ * they only end or probe commands, as kill(2) could for any process of
+ * this user outside the commands' trees (descendants are refused at
+ * accept). */
+static int auth_step(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m)
+{
+	uint8_t want[HSR_SHA256_LEN];
+
+	switch (m->type) {
+	case HSR_F_KEY:
+		/* A daemon started without a key takes it from the first
+		 * stream, before any stream has authenticated. */
+		if (d->keyed || d->sealed) {
+			auth_refuse(c, "the runner already holds a session key");
+			return 1;
+		}
+		memcpy(d->key, m->data, HSR_KEY_LEN);
+		d->keyed = 1;
+		if (c->challenged)
+			send_auth(d, c);
+		return 1;
+	case HSR_F_CHALLENGE:
+		if (c->challenged) {
+			auth_refuse(c, "a second CHALLENGE");
+			return 1;
+		}
+		memcpy(c->nonce_c, m->data, HSR_NONCE_LEN);
+		if (hsr_random(c->nonce_d, sizeof(c->nonce_d)) < 0) {
+			auth_refuse(c, "no random numbers");
+			return 1;
+		}
+		c->challenged = 1;
+		send_auth(d, c);
+		return 1;
+	case HSR_F_AUTH:
+		if (!c->challenged || !d->keyed) {
+			auth_refuse(c, "AUTH before CHALLENGE and a key");
+			return 1;
+		}
+		hsr_auth_proof(d->key, HSR_LABEL_CLIENT, c->nonce_d, c->nonce_c, want);
+		if (hsr_memneq(want, m->proof, sizeof(want))) {
+			auth_refuse(c, "the stream does not hold this session's key");
+			return 1;
+		}
+		c->authed = 1;
+		d->sealed = 1;
+		return 1;
+	case HSR_F_SHUTDOWN:
+	case HSR_F_PING:
+		return 0;
+	default:
+		auth_refuse(c, "authenticate first (CHALLENGE, AUTH; see hs-runner(7))");
+		return 1;
+	}
+}
+
 static struct hsr_cmd *need_cmd(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id)
 {
 	struct hsr_cmd *cmd = hsr_cmd_find(d, id);
@@ -173,6 +293,8 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 		}
 		return;
 	}
+	if (!c->authed && auth_step(d, c, &m))
+		return;
 	switch (m.type) {
 	case HSR_F_EXEC:
 		hsr_cmd_exec(d, c, m.data, m.len);
@@ -590,7 +712,17 @@ static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, i
 	char err[512] = "";
 	int rc;
 
+	if (o->key) {
+		/* One copy only, which shims wipe (cmd.c). */
+		memcpy(d.key, o->key, HSR_KEY_LEN);
+		hsr_wipe(o->key, HSR_KEY_LEN);
+		d.keyed = 1;
+	}
+
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* What a command leaves behind when it kills its shim comes to us,
+	 * so it stays our descendant and is refused (peer_ok). */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	set_instance();
 	signal(SIGPIPE, SIG_IGN);
 	/* Shims are our only children and report through their status
@@ -613,7 +745,9 @@ static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, i
 		close(lockfd);
 	if (rc < 0)
 		return 1;
-	return run_loop(&d);
+	rc = run_loop(&d);
+	hsr_wipe(d.key, sizeof(d.key));
+	return rc;
 }
 
 int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int lockfd,
@@ -658,10 +792,11 @@ int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int
 			dup2(null_out, 1);
 			dup2(null_out, 2);
 		}
-		if (null_in > 2)
-			close(null_in);
-		if (null_out > 2)
-			close(null_out);
+		{
+			int keep[] = { rd->dirfd, lockfd, ready[1] };
+
+			hsr_close_others(keep, 3);
+		}
 		if (chdir("/") < 0)
 			_exit(1);
 		umask(077);

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 
+#include "hmac.h"
 #include "runner.h"
 
 struct hsr_conn;
@@ -54,6 +55,9 @@ struct hsr_conn {
 	int hello;      /* handshake done */
 	int closing;    /* close once out is flushed */
 	int want_stop;  /* sent SHUTDOWN: answer OK when everything is dead */
+	int challenged; /* a CHALLENGE arrived; nonce_c and nonce_d are set */
+	int authed;     /* the peer proved the session key (hs-runner(7)) */
+	uint8_t nonce_c[HSR_NONCE_LEN], nonce_d[HSR_NONCE_LEN];
 	struct hsr_decoder dec;
 	struct hsr_buf out;
 	struct hsr_put *puts;
@@ -71,6 +75,9 @@ struct hsr_daemon {
 	unsigned seq;
 	int stopping;          /* a SHUTDOWN arrived */
 	int64_t stop_deadline; /* give up waiting for shims after this */
+	int keyed;             /* key holds the session key */
+	int sealed;            /* a stream authenticated: no KEY is taken any more */
+	uint8_t key[HSR_KEY_LEN];
 };
 
 /* daemon.c */

@@ -4,8 +4,8 @@
 
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
 	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
-	runner/stop.c
-RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h
+	runner/stop.c runner/hmac.c
+RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/hmac.h
 RUNNER_DEFS = -D_GNU_SOURCE -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
 runnerexecdir = $(runnerdir)
@@ -20,7 +20,8 @@ runner/hs-runner: $(RUNNER_SRCS:%=$(srcdir)/%) $(RUNNER_HDRS:%=$(srcdir)/%)
 		$(RUNNER_SRCS:%=$(srcdir)/%) $(RUNNER_LDFLAGS)
 
 noinst_LIBRARIES += runner/libhsrclient.a
-runner_libhsrclient_a_SOURCES = runner/proto.c runner/proto.h runner/client.c runner/client.h
+runner_libhsrclient_a_SOURCES = runner/proto.c runner/proto.h runner/client.c runner/client.h \
+	runner/hmac.c runner/hmac.h
 runner_libhsrclient_a_CPPFLAGS = $(AM_CPPFLAGS) -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
 # libFuzzer target for the frame decoder (clang), built and run by `make fuzz`.
@@ -36,7 +37,10 @@ fuzz-runner: $(srcdir)/runner/fuzz-frames.c $(srcdir)/runner/proto.c $(srcdir)/r
 HSR_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runner $(CMOCKA_CFLAGS) \
 	-DHSR_VERSION='"$(PACKAGE_VERSION)"'
 check_PROGRAMS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
-	tests/runner/hsr-run
+	tests/runner/hsr-run tests/runner/test-hmac
+tests_runner_test_hmac_SOURCES = tests/runner/test-hmac.c
+tests_runner_test_hmac_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
+tests_runner_test_hmac_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS)
 tests_runner_test_proto_SOURCES = tests/runner/test-proto.c runner/fuzz-frames.c
 tests_runner_test_proto_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_proto_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS) $(PTHREAD_LIBS)
@@ -52,10 +56,12 @@ tests_runner_hsr_run_SOURCES = tests/runner/hsr-run.c tests/runner/harness.c tes
 tests_runner_hsr_run_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_hsr_run_LDADD = runner/libhsrclient.a $(PTHREAD_LIBS)
 
-HSR_SH_TESTS = tests/runner/cli.test tests/runner/rundir.test tests/runner/chroot.test
+HSR_SH_TESTS = tests/runner/cli.test tests/runner/rundir.test tests/runner/chroot.test \
+	tests/runner/runchan.test
 TESTS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
+	tests/runner/test-hmac \
 	$(HSR_SH_TESTS)
-EXTRA_DIST += $(HSR_SH_TESTS) tests/runner/lib.sh
+EXTRA_DIST += $(HSR_SH_TESTS) tests/runner/lib.sh tests/runner/runchan-client.py
 
 dist_man_MANS += man/hs-runner.7
 

@@ -263,6 +263,20 @@ static int exec_check(struct hsr_reader *r)
 	return r->err ? -1 : 0;
 }
 
+/* Returns n bytes at the reader, or NULL (with err set) when fewer are left. */
+static const uint8_t *get_fixed(struct hsr_reader *r, size_t n)
+{
+	const uint8_t *p = r->p;
+
+	if (r->err || r->left < n) {
+		r->err = 1;
+		return NULL;
+	}
+	r->p += n;
+	r->left -= n;
+	return p;
+}
+
 int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m)
 {
 	struct hsr_reader r;
@@ -377,6 +391,19 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_SHUTDOWN:
 		m->value = hsr_get_u32(&r);
 		break;
+	case HSR_F_KEY:
+	case HSR_F_CHALLENGE:
+		m->data = get_fixed(&r, 32);
+		m->len = 32;
+		break;
+	case HSR_F_AUTH:
+		if (from_daemon) {
+			m->keyed = hsr_get_u8(&r);
+			m->data = get_fixed(&r, 32);
+			m->len = 32;
+		}
+		m->proof = get_fixed(&r, 32);
+		break;
 	default:
 		return -1;
 	}
@@ -385,6 +412,14 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	if (r.err || r.left)
 		return -1;
 	return 0;
+}
+
+/* Appends the 32 bytes at p, or 32 zeros when p is NULL. */
+static void buf_fixed(struct hsr_buf *b, const uint8_t *p, size_t n)
+{
+	static const uint8_t zero[32];
+
+	hsr_buf_put(b, p ? p : zero, n);
 }
 
 void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
@@ -472,6 +507,17 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 		break;
 	case HSR_F_SHUTDOWN:
 		hsr_buf_u32(b, (uint32_t)m->value);
+		break;
+	case HSR_F_KEY:
+	case HSR_F_CHALLENGE:
+		buf_fixed(b, m->data, 32);
+		break;
+	case HSR_F_AUTH:
+		if (from_daemon) {
+			hsr_buf_u8(b, m->keyed);
+			buf_fixed(b, m->data, 32);
+		}
+		buf_fixed(b, m->proof, 32);
 		break;
 	default:
 		break;
@@ -628,6 +674,7 @@ const char *hsr_frame_name(int type)
 		"?", "HELLO", "ERROR", "EXEC", "STDIN", "STDIN_EOF", "SIGNAL",
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
 		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
+		"KEY", "CHALLENGE", "AUTH",
 	};
 
 	if (type < 1 || type > HSR_F_MAX_TYPE)

@@ -19,9 +19,12 @@
 #endif
 
 /* Protocol versions this build speaks.  A peer offers a range in HELLO and
- * the daemon answers with the highest version both sides support. */
-#define HSR_PROTO_MIN 1
-#define HSR_PROTO_MAX 1
+ * the daemon answers with the highest version both sides support.
+ * Version 2 added the authenticated channel (KEY, CHALLENGE, AUTH); version
+ * 1 had none, so it is no longer spoken: a version 1 peer is refused with
+ * HSR_E_VERSION rather than served unauthenticated. */
+#define HSR_PROTO_MIN 2
+#define HSR_PROTO_MAX 2
 
 /* No frame (length field value) may exceed this; the decoder refuses it. */
 #define HSR_MAX_FRAME (4u * 1024u * 1024u)
@@ -52,7 +55,12 @@ enum hsr_frame_type {
 	HSR_F_PING = 18,     /* client: u64 token */
 	HSR_F_PONG = 19,     /* daemon: u64 token */
 	HSR_F_SHUTDOWN = 20, /* client: u32 grace_ms (HSR_GRACE_DEFAULT: each command's own) */
-	HSR_F_MAX_TYPE = 20
+	HSR_F_KEY = 21,      /* client: u8[32] session key (to an --attach proxy, or to
+	                        provision a daemon started without one) */
+	HSR_F_CHALLENGE = 22,/* client: u8[32] nonce */
+	HSR_F_AUTH = 23,     /* daemon: u8 keyed, u8[32] nonce, u8[32] proof;
+	                        client: u8[32] proof */
+	HSR_F_MAX_TYPE = 23
 };
 
 /* ERROR codes.  Append only. */
@@ -64,7 +72,8 @@ enum hsr_error_code {
 	HSR_E_EXEC = 5,     /* the daemon could not start the command */
 	HSR_E_FILE = 6,     /* a PUT or GET failed */
 	HSR_E_LIMIT = 7,    /* a resource limit was hit */
-	HSR_E_STOPPING = 8  /* the daemon is shutting down */
+	HSR_E_STOPPING = 8, /* the daemon is shutting down */
+	HSR_E_AUTH = 9      /* the stream did not prove the session key */
 };
 
 /* EXEC flags. */
@@ -181,6 +190,9 @@ struct hsr_msg {
 	const uint8_t *data; /* STDIN, OUTPUT, STATE, PUT, FILE_DATA bytes; ATTACH list */
 	size_t len;
 	uint32_t count;      /* ATTACH reply: number of entries */
+	uint8_t keyed;       /* AUTH from the daemon: it holds a key */
+	const uint8_t *proof;/* AUTH: the 32-byte proof; KEY, CHALLENGE and the
+	                        daemon's AUTH nonce travel in data (32 bytes) */
 };
 
 /* Decodes and validates the payload of frame f.  Returns 0, or -1 when the

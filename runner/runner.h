@@ -106,6 +106,9 @@ struct hsr_shim_status {
 	uint8_t pad[2];
 };
 
+/* Closes every descriptor above 2 except the (at most 8) in keep. */
+void hsr_close_others(const int *keep, int nkeep);
+
 /* Runs in the freshly forked shim; never returns. */
 void hsr_shim_run(const struct hsr_shim_spec *s) __attribute__((noreturn));
 
@@ -114,6 +117,8 @@ struct hsr_daemon_opts {
 	const char *dir;
 	int idle_s;
 	int foreground;
+	uint8_t *key; /* HSR_KEY_LEN bytes, wiped once the daemon took them; NULL: the
+	                 first stream brings the key */
 };
 
 /* Forks the daemon (detached unless foreground), which binds DIR/sock.

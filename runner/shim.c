@@ -35,9 +35,7 @@ static void on_sigchld(int sig)
 	got_sigchld = 1;
 }
 
-/* Closes every descriptor except those in keep (the daemon's sockets and
- * other commands' pipes must not live on in this process, or their peers
- * would never see end-of-file). */
+/* Closes lo..hi, with close_range(2) where the kernel has it. */
 static void close_range_compat(unsigned lo, unsigned hi)
 {
 	struct rlimit rl;
@@ -51,10 +49,11 @@ static void close_range_compat(unsigned lo, unsigned hi)
 		close((int)fd);
 }
 
-/* Closes every descriptor except those in keep (the daemon's sockets and
- * other commands' pipes must not live on in this process, or their peers
- * would never see end-of-file). */
-static void close_others(const int *keep, int nkeep)
+/* The shim: the daemon's sockets and other commands' pipes must not live
+ * on in this process, or their peers would never see end-of-file.  The
+ * detached daemon: what its starter left open (a shell's `9>&1`) would
+ * keep the starter's readers waiting as long as the daemon lives. */
+void hsr_close_others(const int *keep, int nkeep)
 {
 	int sorted[8], n = 0;
 	unsigned lo = 3;
@@ -358,7 +357,7 @@ void hsr_shim_run(const struct hsr_shim_spec *s)
 	sigset_t block, waitmask;
 	int ctl_open = 1;
 
-	close_others(keep, 6);
+	hsr_close_others(keep, 6);
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigchld;

@@ -36,6 +36,11 @@ hs_attach_start(const struct hs_attach_spawn *s, pid_t *pid, int32_t *fd, char *
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
+	/* Nothing hs inherited (a shell's `9>&1`) goes on to the stream's
+	 * process, nor to a daemon it starts (which also closes them itself). */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
 	if (s->stderr_path)
 		posix_spawn_file_actions_addopen(&fa, 2, s->stderr_path,
 		                                 O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);

@@ -63,7 +63,7 @@ dk_static_runner() {
 	v=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"/\1/p' "$top_builddir/config.h")
 	musl-gcc -std=gnu11 -O2 -static -D_GNU_SOURCE -DHSR_VERSION="\"$v\"" -I"$src" -o "$t/hs-runner" \
 		"$src"/main.c "$src"/attach.c "$src"/daemon.c "$src"/cmd.c "$src"/shim.c "$src"/spool.c \
-		"$src"/files.c "$src"/rundir.c "$src"/proto.c "$src"/stop.c ||
+		"$src"/files.c "$src"/rundir.c "$src"/proto.c "$src"/stop.c "$src"/hmac.c ||
 		dk_skip "cannot build a static hs-runner with musl-gcc"
 	export HS_RUNNER=$t/hs-runner
 }

@@ -48,6 +48,8 @@ int hsr_test_spawn_stream(char *const *argv, pid_t *pid)
 	return sv[0];
 }
 
+const uint8_t hsr_test_key[HSR_KEY_LEN] = "hs-runner test key, 32 bytes...";
+
 struct hsr_client *hsr_test_attach(const char *dir, int start, pid_t *pid)
 {
 	char *argv[8];
@@ -71,7 +73,7 @@ struct hsr_client *hsr_test_attach(const char *dir, int start, pid_t *pid)
 		return NULL;
 	if (pid)
 		*pid = p;
-	if (hsr_client_open(fd, &c, err, sizeof(err)) < 0) {
+	if (hsr_client_open(fd, hsr_test_key, HSR_CLIENT_PROXY, &c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "attach: %s\n", err);
 		return NULL;
 	}

@@ -8,6 +8,9 @@
 
 #include "client.h"
 
+/* The session key every test stream uses (hs-runner(7), "Authentication"). */
+extern const uint8_t hsr_test_key[HSR_KEY_LEN];
+
 /* Returns the path of the hs-runner binary under test. */
 const char *hsr_test_runner(void);
 /* Spawns argv with a socketpair as its stdin and stdout; returns our end

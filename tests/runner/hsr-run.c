@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "harness.h"
 
-int hsr_test_spawn_stream(char *const *argv, pid_t *pid);
 
 extern char **environ;
 
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	}
 	argv[sep] = NULL;
 	fd = hsr_test_spawn_stream(argv + optind, &pid);
-	if (fd < 0 || hsr_client_open(fd, &c, err, sizeof(err)) < 0) {
+	if (fd < 0 || hsr_client_open(fd, hsr_test_key, HSR_CLIENT_PROXY, &c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "hsr-run: %s\n", fd < 0 ? strerror(errno) : err);
 		return 125;
 	}

@@ -184,8 +184,9 @@ static void test_shutdown(void **state)
 	f->daemon = 0;
 }
 
-/* A daemon that predates SHUTDOWN answers ERROR 1 to the unknown frame;
- * the client reports that as ENOTSUP.  Played by a fake daemon. */
+/* A daemon that does not know SHUTDOWN answers ERROR 1 to the unknown
+ * frame; the client reports that as ENOTSUP.  Played by a fake daemon,
+ * which authenticates with the test key like a real one. */
 static void test_shutdown_unsupported(void **state)
 {
 	struct hsr_client *c;
@@ -198,15 +199,18 @@ static void test_shutdown_unsupported(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct hsr_msg hello = { .type = HSR_F_HELLO, .vmin = 1, .vmax = 1, .str = "0.0.1",
+		struct hsr_msg hello = { .type = HSR_F_HELLO, .vmin = 2, .vmax = 2, .str = "0.0.1",
 					 .str_len = 5 };
+		uint8_t nonce_d[HSR_NONCE_LEN] = { 7 }, proof[HSR_SHA256_LEN];
+		struct hsr_msg auth = { .type = HSR_F_AUTH, .keyed = 1, .data = nonce_d,
+					.len = HSR_NONCE_LEN, .proof = proof };
+		struct hsr_msg m;
 		struct hsr_msg e = { .type = HSR_F_ERROR, .code = HSR_E_PROTO,
 				     .str = "malformed UNKNOWN frame", .str_len = 23 };
 		struct hsr_decoder d;
 		struct hsr_frame fr;
 		struct hsr_buf b;
 		uint8_t buf[4096];
-		int frames = 0;
 		ssize_t n;
 
 		close(sv[0]);
@@ -214,8 +218,15 @@ static void test_shutdown_unsupported(void **state)
 		hsr_buf_init(&b);
 		while ((n = read(sv[1], buf, sizeof(buf))) > 0) {
 			hsr_decoder_feed(&d, buf, (size_t)n);
-			while (hsr_decoder_next(&d, &fr) == 1)
-				hsr_msg_encode(&b, frames++ ? &e : &hello, 1);
+			while (hsr_decoder_next(&d, &fr) == 1) {
+				if (hsr_msg_decode(&fr, 0, &m) < 0 || m.type == HSR_F_AUTH)
+					continue;
+				if (m.type == HSR_F_CHALLENGE)
+					hsr_auth_proof(hsr_test_key, HSR_LABEL_DAEMON, m.data, nonce_d,
+						       proof);
+				hsr_msg_encode(&b, m.type == HSR_F_HELLO ? &hello :
+					       m.type == HSR_F_CHALLENGE ? &auth : &e, 1);
+			}
 			if (b.len && write(sv[1], b.data, b.len) != (ssize_t)b.len)
 				_exit(1);
 			b.len = 0;
@@ -223,7 +234,7 @@ static void test_shutdown_unsupported(void **state)
 		_exit(0);
 	}
 	close(sv[1]);
-	assert_int_equal(hsr_client_open(sv[0], &c, err, sizeof(err)), 0);
+	assert_int_equal(hsr_client_open(sv[0], hsr_test_key, 0, &c, err, sizeof(err)), 0);
 	errno = 0;
 	assert_int_equal(hsr_client_shutdown(c, -1), -1);
 	assert_int_equal(errno, ENOTSUP);

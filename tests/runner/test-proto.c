@@ -75,6 +75,16 @@ static void random_msg(struct hsr_msg *m, uint8_t type, uint8_t *data, size_t ca
 	case HSR_F_OK:
 		m->id = rnd();
 		break;
+	case HSR_F_KEY:
+	case HSR_F_CHALLENGE:
+	case HSR_F_AUTH:
+		/* 64 bytes: a nonce or key in data, a proof after it. */
+		for (size_t i = 0; i < 64; i++)
+			data[i] = (uint8_t)rnd();
+		m->data = data;
+		m->len = type == HSR_F_AUTH ? 0 : 32;
+		m->proof = data + 32;
+		break;
 	case HSR_F_SIGNAL:
 		m->id = rnd();
 		m->signo = (uint32_t)rnd();
@@ -125,10 +135,10 @@ static int is_data_type(uint8_t t)
  * the bytes arrive one at a time. */
 static void test_roundtrip(void **state)
 {
-	static uint8_t data[64][3000];
+	static uint8_t data[128][3000];
 	struct hsr_buf b;
 	struct hsr_decoder d;
-	struct hsr_msg want[64];
+	struct hsr_msg want[128];
 	size_t nwant = 0;
 
 	(void)state;

@@ -56,6 +56,7 @@ static void test_hello(void **state)
 {
 	struct hsr_test_fixture *f = *state;
 	struct hsr_msg m = { .type = HSR_F_HELLO, .vmin = 7, .vmax = 9 };
+	struct hsr_msg key = { .type = HSR_F_KEY, .data = hsr_test_key, .len = HSR_KEY_LEN };
 	struct hsr_buf b;
 	char *argv[] = { (char *)hsr_test_runner(), "--attach", "--dir", f->dir, NULL };
 	char buf[512];
@@ -63,16 +64,18 @@ static void test_hello(void **state)
 	ssize_t n;
 	int fd;
 
-	assert_int_equal(hsr_client_version(f->c), 1);
+	assert_int_equal(hsr_client_version(f->c), 2);
 	assert_string_equal(hsr_client_peer_version(f->c), HSR_VERSION);
 	assert_int_equal(strlen(hsr_client_instance(f->c)), 16); /* the daemon's instance */
 	assert_int_equal(hsr_client_ping(f->c, 0xfeedULL), 0);
 	assert_true(next_event(f->c, HSR_EV_PONG).token == 0xfeedULL);
 
-	/* A range that does not contain 1 is refused with an ERROR. */
+	/* A range that does not contain 2 is refused with an ERROR.  The
+	 * proxy takes the key first. */
 	fd = hsr_test_spawn_stream(argv, &pid);
 	assert_true(fd >= 0);
 	hsr_buf_init(&b);
+	hsr_msg_encode(&b, &key, 0);
 	hsr_msg_encode(&b, &m, 0);
 	assert_int_equal(write(fd, b.data, b.len), (ssize_t)b.len);
 	n = read(fd, buf, sizeof(buf));
@@ -82,18 +85,19 @@ static void test_hello(void **state)
 	close(fd);
 	waitpid(pid, NULL, 0);
 
-	/* A wider range meets on version 1. */
+	/* A wider range meets on version 2. */
 	fd = hsr_test_spawn_stream(argv, &pid);
 	m.vmin = 0;
 	m.vmax = 1000;
 	b.len = 0;
+	hsr_msg_encode(&b, &key, 0);
 	hsr_msg_encode(&b, &m, 0);
 	assert_int_equal(write(fd, b.data, b.len), (ssize_t)b.len);
 	n = read(fd, buf, sizeof(buf));
 	assert_true(n > 13);
 	assert_int_equal(buf[4], HSR_F_HELLO);
-	assert_int_equal(buf[5], 1);
-	assert_int_equal(buf[9], 1);
+	assert_int_equal(buf[5], 2);
+	assert_int_equal(buf[9], 2);
 	close(fd);
 	waitpid(pid, NULL, 0);
 	hsr_buf_free(&b);
