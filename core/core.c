@@ -279,14 +279,19 @@ hs_core_host_for(struct hs_core *c, struct hs_backend *b, const char *name)
 	return &b->host;
 }
 
-/* Create the per-backend directories (0700, owner checked) before init. */
+/* Create the per-backend directories (0700, whole chain checked) before init. */
 static int
 backend_dirs(struct hs_backend *b, char *err, size_t errlen)
 {
 	const char *const d[] = { b->state_dir, b->cache_dir, b->runtime_dir };
-	for (size_t i = 0; i < 3; i++)
-		if (hs_pathsec_private_dir(d[i], err, errlen) < 0)
+	static const char *const hint[] = { "set XDG_STATE_HOME", "set XDG_CACHE_HOME",
+		                            "set XDG_RUNTIME_DIR" };
+	for (size_t i = 0; i < 3; i++) {
+		int fd = hs_pathsec_dir_open(d[i], hint[i], err, errlen);
+		if (fd < 0)
 			return -1;
+		close(fd);
+	}
 	return 0;
 }
 

@@ -1,11 +1,12 @@
 # hs-runner: built with RUNNER_CC (musl-gcc, static) by an explicit rule,
 # since automake cannot switch compilers per target.  proto.c and client.c
-# also go into libhsrclient.a, built with the normal CC, for the core.
+# also go into libhsrclient.a, built with the normal CC, for the core, and so
+# does dirchain.c, the one directory-chain check of the core and the runner.
 
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
 	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
-	runner/stop.c
-RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h
+	runner/stop.c runner/dirchain.c
+RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/dirchain.h
 RUNNER_DEFS = -D_GNU_SOURCE -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
 runnerexecdir = $(runnerdir)
@@ -20,7 +21,8 @@ runner/hs-runner: $(RUNNER_SRCS:%=$(srcdir)/%) $(RUNNER_HDRS:%=$(srcdir)/%)
 		$(RUNNER_SRCS:%=$(srcdir)/%) $(RUNNER_LDFLAGS)
 
 noinst_LIBRARIES += runner/libhsrclient.a
-runner_libhsrclient_a_SOURCES = runner/proto.c runner/proto.h runner/client.c runner/client.h
+runner_libhsrclient_a_SOURCES = runner/proto.c runner/proto.h runner/client.c runner/client.h \
+	runner/dirchain.c runner/dirchain.h
 runner_libhsrclient_a_CPPFLAGS = $(AM_CPPFLAGS) -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
 # libFuzzer target for the frame decoder (clang), built and run by `make fuzz`.

@@ -25,3 +25,8 @@ check-valgrind: $(VALGRIND_TESTS) runner/hs-runner$(EXEEXT)
 	done; exit $$fail
 CLEANFILES += tests/*/*.vg.log
 .PHONY: check-valgrind
+
+# Directory chains (runner/dirchain.c): pre-created, foreign, linked or
+# writable runtime directories refused, as root with two throwaway users.
+TESTS += tests/security/dirs.test
+EXTRA_DIST += tests/security/dirs.test
