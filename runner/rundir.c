@@ -5,9 +5,10 @@
  * from "/" (dirchain.c: no link at the leaf, the leaf the effective uid's
  * with mode exactly 0700, no ancestor others can write unless sticky), and
  * it must be node-local: on NFS two nodes could share the path while their
- * sockets and locks stay apart.  The lock and the spool files are then
- * reached through the directory's descriptor; the socket by its path, which
- * nobody but the user and root can change once the chain is checked.
+ * sockets and locks stay apart.  The lock, the spool files and the socket
+ * are then reached through the directory's descriptor (the socket as
+ * /proc/self/fd/N/sock; by its path only where there is no /proc, which
+ * nobody but the user and root can change once the chain is checked).
  */
 #include "runner.h"
 #include "dirchain.h"
@@ -171,14 +172,30 @@ void hsr_rundir_sweep(const struct hsr_rundir *rd)
 	closedir(dir);
 }
 
+void hsr_rundir_sun(const struct hsr_rundir *rd, struct sockaddr_un *sun)
+{
+	struct stat a, b;
+	char fdp[64];
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	/* Only a /proc that really shows our descriptor (not a chroot's stand-in). */
+	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", rd->dirfd);
+	if (rd->dirfd >= 0 && stat(fdp, &a) == 0 && fstat(rd->dirfd, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		snprintf(sun->sun_path, sizeof(sun->sun_path), "%s/sock", fdp);
+	else
+		snprintf(sun->sun_path, sizeof(sun->sun_path), "%s", rd->sock);
+}
+
 int hsr_rundir_connect(const struct hsr_rundir *rd)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", rd->sock);
+	hsr_rundir_sun(rd, &sun);
 	while (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int e = errno;
 
