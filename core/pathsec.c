@@ -141,21 +141,23 @@ hs_pathsec_private_dir(const char *path, char *err, size_t errlen)
 }
 
 int
-hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
-                        char *err, size_t errlen)
+hs_pathsec_write_at(int dirfd, const char *dir, const char *name, const void *buf, size_t len,
+                    mode_t mode, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX];
-	const char *p = buf;
+	const char *p = buf, *sep = dir ? "/" : "";
 	int fd, n;
 
-	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	if (!dir)
+		dir = "";
+	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		snprintf(err, errlen, "'%s': path too long", path);
+		snprintf(err, errlen, "'%s%s%s': path too long", dir, sep, name);
 		return -1;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot create '%s': %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot create '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 		return -1;
 	}
 	while (len > 0) {
@@ -163,30 +165,38 @@ hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mo
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+			snprintf(err, errlen, "cannot write '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 			goto fail;
 		}
 		p += w;
 		len -= (size_t)w;
 	}
 	if (fsync(fd) < 0) {
-		snprintf(err, errlen, "cannot sync '%s': %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot sync '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 		goto fail;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot write '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 		goto fail;
 	}
 	fd = -1;
-	if (rename(tmp, path) < 0) {
-		snprintf(err, errlen, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		snprintf(err, errlen, "cannot rename '%s%s%s' to '%s': %s", dir, sep, tmp, name,
+		         strerror(errno));
 		goto fail;
 	}
 	return 0;
 fail:
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	unlinkat(dirfd, tmp, 0);
 	return -1;
+}
+
+int
+hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
+                        char *err, size_t errlen)
+{
+	return hs_pathsec_write_at(AT_FDCWD, NULL, path, buf, len, mode, err, errlen);
 }

@@ -59,4 +59,11 @@ int hs_pathsec_private_dir(const char *path, char *err, size_t errlen);
 int hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
                             char *err, size_t errlen);
 
+/*
+ * The same for the file name in the directory dirfd (whose path dir, or
+ * NULL, is only for messages): everything relative to the descriptor.
+ */
+int hs_pathsec_write_at(int dirfd, const char *dir, const char *name, const void *buf, size_t len,
+                        mode_t mode, char *err, size_t errlen);
+
 #endif /* HS_PATHSEC_H */
