@@ -38,7 +38,7 @@ fuzz-runner: $(srcdir)/runner/fuzz-frames.c $(srcdir)/runner/proto.c $(srcdir)/r
 HSR_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runner $(CMOCKA_CFLAGS) \
 	-DHSR_VERSION='"$(PACKAGE_VERSION)"'
 check_PROGRAMS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
-	tests/runner/hsr-run
+	tests/runner/hsr-run tests/runner/test-dirchain
 tests_runner_test_proto_SOURCES = tests/runner/test-proto.c runner/fuzz-frames.c
 tests_runner_test_proto_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_proto_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS) $(PTHREAD_LIBS)
@@ -53,10 +53,13 @@ tests_runner_test_lifecycle_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS) $(PTHRE
 tests_runner_hsr_run_SOURCES = tests/runner/hsr-run.c tests/runner/harness.c tests/runner/harness.h
 tests_runner_hsr_run_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_hsr_run_LDADD = runner/libhsrclient.a $(PTHREAD_LIBS)
+tests_runner_test_dirchain_SOURCES = tests/runner/test-dirchain.c runner/dirchain.c
+tests_runner_test_dirchain_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
+tests_runner_test_dirchain_LDADD = $(CMOCKA_LIBS)
 
 HSR_SH_TESTS = tests/runner/cli.test tests/runner/rundir.test tests/runner/chroot.test
 TESTS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
-	$(HSR_SH_TESTS)
+	tests/runner/test-dirchain $(HSR_SH_TESTS)
 EXTRA_DIST += $(HSR_SH_TESTS) tests/runner/lib.sh
 
 dist_man_MANS += man/hs-runner.7
