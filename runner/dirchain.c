@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,12 +47,51 @@ static const char *dc_who(mode_t mode)
 	return (mode & S_IWOTH) ? "others" : "its group";
 }
 
+/* The first line of a small /proc file, or "" when it cannot be read. */
+static void dc_read_line(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/*
+ * Whether uid is the overflow uid of a user namespace other than the
+ * initial one: an owner the namespace does not map, such as root's image
+ * and system directories inside an unprivileged container (Apptainer,
+ * hs --isolate).  Nobody inside can act as that owner, so such an ancestor
+ * counts as root's.  In the initial namespace the same number is a real
+ * user (nobody) and is not accepted.
+ */
+static int dc_unmapped(uid_t uid)
+{
+	unsigned long a, b, c;
+	char buf[128];
+
+	dc_read_line("/proc/sys/kernel/overflowuid", buf, sizeof(buf));
+	if (!buf[0] || strtoul(buf, NULL, 10) != (unsigned long)uid)
+		return 0;
+	dc_read_line("/proc/self/uid_map", buf, sizeof(buf));
+	if (sscanf(buf, "%lu %lu %lu", &a, &b, &c) != 3)
+		return 0;
+	return !(a == 0 && b == 0 && c == 4294967295ul);
+}
+
+/* Root's, ours, or (inside a user namespace) an unmapped owner's. */
+static int dc_owner_ok(const struct dc_walk *w, uid_t uid)
+{
+	return uid == 0 || uid == w->me || dc_unmapped(uid);
+}
+
 /* An ancestor (or a TRUSTED leaf): root's or ours, not writable by others
  * unless sticky.  Every entry walked is checked this way, so below a sticky
  * directory the next entry is always root's or ours. */
 static int dc_check_ancestor(struct dc_walk *w, const struct stat *st)
 {
-	if (st->st_uid != 0 && st->st_uid != w->me) {
+	if (!dc_owner_ok(w, st->st_uid)) {
 		dc_refuse(w, "remove it", "is owned by uid %u, not you or root",
 			  (unsigned)st->st_uid);
 		return -1;
@@ -181,7 +221,7 @@ static int dc_follow(struct dc_walk *w, int fd, const struct stat *st, int cur, 
 	ssize_t n;
 	int len;
 
-	if (st->st_uid != 0 && st->st_uid != w->me) {
+	if (!dc_owner_ok(w, st->st_uid)) {
 		dc_refuse(w, "remove it", "is a symbolic link owned by uid %u, not you or root",
 			  (unsigned)st->st_uid);
 		return -1;

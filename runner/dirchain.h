@@ -15,7 +15,8 @@
  *  - each ancestor is a directory owned by root or the effective user, not
  *    writable by group or others unless sticky (others cannot replace an
  *    entry they do not own there, and every entry we pass through must
- *    itself be owned by root or the user);
+ *    itself be owned by root or the user); inside a user namespace, an
+ *    unmapped owner (the overflow uid) counts as root;
  *  - a symbolic link is followed only in an ancestor and only when it is
  *    owned by root or the user (e.g. /var/run -> /run, ~/.cache -> /big);
  *    its target is walked and checked the same way; the leaf is never a link;

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -197,6 +200,56 @@ static void test_owners(void **state)
 		"theirs' is a symbolic link owned by uid 65534, not you or root");
 }
 
+/* Inside a user namespace that maps only root, another owner is unmapped
+ * (the overflow uid) and counts as root's: the case of an image's root
+ * inside an unprivileged container.  Outside, the same owner is refused. */
+static void test_userns(void **state)
+{
+	struct fx *f = *state;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(mkdir(at(f, "img"), 0755), 0);
+	assert_int_equal(mkdir(at(f, "img/run"), 0700), 0);
+	assert_int_equal(mkdir(at(f, "img/open"), 0777), 0);
+	assert_int_equal(chmod(at(f, "img/open"), 0777), 0);
+	assert_int_equal(mkdir(at(f, "img/open/run"), 0700), 0);
+	assert_int_equal(chown(at(f, "img"), 1234, 1234), 0);
+	assert_int_equal(chown(at(f, "img/open"), 1234, 1234), 0);
+	refused(f, at(f, "img/run"), 0, NULL, "img' is owned by uid 1234, not you or root");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char err[512];
+		int fd, ok;
+
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(77);
+		fd = open("/proc/self/uid_map", O_WRONLY);
+		if (fd < 0 || write(fd, "0 0 1\n", 6) != 6)
+			_exit(77);
+		close(fd);
+		fd = hs_dirchain_open(at(f, "img/run"), 0, NULL, err, sizeof(err));
+		ok = fd >= 0;
+		if (!ok)
+			fprintf(stderr, "in the namespace: %s\n", err);
+		/* Unmapped is root's, not anyone's: writable is still refused. */
+		if (hs_dirchain_open(at(f, "img/open/run"), 0, NULL, err, sizeof(err)) >= 0 ||
+		    !strstr(err, "open' is writable by others")) {
+			fprintf(stderr, "in the namespace, writable: [%s]\n", err);
+			ok = 0;
+		}
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +258,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ancestors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owners, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_userns, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
