@@ -271,7 +271,6 @@ int hs_dirchain_open(const char *path, int flags, const char *hint, char *err, s
 		int last = !dc_more(rest);
 
 		any = 1;
-
 		if ((fd = dc_open_entry(&w, cur, name, last)) < 0)
 			goto fail;
 		if (fstat(fd, &st) < 0) {
@@ -311,6 +310,10 @@ int hs_dirchain_open(const char *path, int flags, const char *hint, char *err, s
 	if (!any && dc_check_leaf(&w, &st) < 0)
 		goto fail;
 	out = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* A trusted directory we may search but not read (mode 0711) is
+	 * still one to open files in: its O_PATH descriptor does that. */
+	if (out < 0 && errno == EACCES && (flags & HS_DIRCHAIN_TRUSTED))
+		return cur;
 	if (out < 0)
 		snprintf(err, errlen, "cannot open '%s': %s", w.shown[0] ? w.shown : "/",
 			 strerror(errno));

@@ -38,7 +38,8 @@
 
 /*
  * Check the chain of the absolute directory path and open its leaf.
- * Returns a descriptor (O_RDONLY|O_DIRECTORY|O_CLOEXEC) of the leaf, or -1
+ * Returns a descriptor (O_RDONLY|O_DIRECTORY|O_CLOEXEC; with TRUSTED, an
+ * O_PATH one for a directory we may search but not read) of the leaf, or -1
  * with one line in err: "PATH: what is wrong; the fix", where the fix ends
  * with "or HINT" when hint is not NULL (e.g. "set XDG_RUNTIME_DIR").
  */

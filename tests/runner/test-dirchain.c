@@ -152,6 +152,11 @@ static void test_ancestors(void **state)
 	/* Sticky: others cannot replace what is ours below it. */
 	assert_int_equal(chmod(at(f, "gw"), 01777), 0);
 	opens(f, at(f, "gw/x"), 0);
+	/* A trusted directory we may only search still opens (as root, mode
+	 * bits do not stop us: then this is an ordinary open). */
+	assert_int_equal(mkdir(at(f, "xonly"), 0711), 0);
+	assert_int_equal(chmod(at(f, "xonly"), 0311), 0);
+	opens(f, at(f, "xonly"), HS_DIRCHAIN_TRUSTED);
 	/* The temporary directory itself sits in sticky /tmp: the usual case. */
 	opens(f, f->dir, 0);
 }
