@@ -89,22 +89,19 @@ hs_pathsec_check_parents(const char *path, char *err, size_t errlen)
 }
 
 int
-hs_pathsec_open(const char *path, int flags, char *err, size_t errlen)
+hs_pathsec_openat(int dirfd, const char *name, const char *path, int flags, char *err,
+                  size_t errlen)
 {
-	const char *base;
 	struct stat st;
-	int dfd = parent_open(path, &base, err, errlen), fd;
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY), e;
 
-	if (dfd < 0)
-		return -1;
-	/* The checked directory's descriptor, so a swapped parent cannot matter. */
-	fd = openat(dfd, base, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	close(dfd);
 	if (fd < 0) {
-		if (errno == ELOOP)
+		e = errno;
+		if (e == ELOOP)
 			snprintf(err, errlen, "'%s' is a symbolic link", path);
 		else
-			snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+			snprintf(err, errlen, "cannot open '%s': %s", path, strerror(e));
+		errno = e;
 		return -1;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -120,7 +117,22 @@ hs_pathsec_open(const char *path, int flags, char *err, size_t errlen)
 	return fd;
 fail:
 	close(fd);
+	errno = EPERM;
 	return -1;
+}
+
+int
+hs_pathsec_open(const char *path, int flags, char *err, size_t errlen)
+{
+	const char *base;
+	int dfd = parent_open(path, &base, err, errlen), fd;
+
+	if (dfd < 0)
+		return -1;
+	/* The checked directory's descriptor, so a swapped parent cannot matter. */
+	fd = hs_pathsec_openat(dfd, base, path, flags, err, errlen);
+	close(dfd);
+	return fd;
 }
 
 int

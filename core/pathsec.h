@@ -40,6 +40,14 @@ int hs_pathsec_check_parents(const char *path, char *err, size_t errlen);
 int hs_pathsec_open(const char *path, int flags, char *err, size_t errlen);
 
 /*
+ * The same for name in the checked directory dirfd (path names it in
+ * messages).  Returns the descriptor, or -1 with a reason and errno set
+ * (ENOENT when name does not exist).
+ */
+int hs_pathsec_openat(int dirfd, const char *name, const char *path, int flags, char *err,
+                      size_t errlen);
+
+/*
  * Open the private directory path, creating what is missing with mode
  * 0700, its whole chain checked from "/" (runner/dirchain.h): the leaf must
  * be the effective user's with mode exactly 0700.  Returns a descriptor

@@ -71,32 +71,18 @@ int
 hs_record_load(struct hs_core *c, const char *name, struct hs_record *r, char *err, size_t errlen)
 {
 	char path[PATH_MAX], buf[8192], perr[256];
-	struct stat st;
 	ssize_t n;
 	int fd, dfd;
 
 	memset(r, 0, sizeof(*r));
 	if ((dfd = record_dir(c, name, path, sizeof(path), err, errlen)) < 0)
 		return -1;
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-	close(dfd);
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-	if (fd < 0 && errno == ENOENT)
-		return 1;
-	if (fd < 0) {
-		snprintf(err, errlen, errno == ELOOP ? "'%s' is a symbolic link%.0s" : "cannot open '%s': %s",
-		         path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "'%s' is not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (hs_pathsec_check_stat(&st, path, err, errlen) < 0) {
-		close(fd);
-		return -1;
-	}
+	fd = hs_pathsec_openat(dfd, name, path, O_RDONLY, err, errlen);
+	int missing = fd < 0 && errno == ENOENT;
+	close(dfd);
+	if (fd < 0)
+		return missing ? 1 : -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n < 0) {
