@@ -114,11 +114,13 @@ hs_cmd_session(struct hs_core *c, int argc, char **argv)
 	}
 	const char *verb = argv[i++];
 	const char *name = i < argc ? argv[i] : NULL;
-	if (hs_session_dir(c, dir, sizeof(dir), err, sizeof(err)) < 0) {
+	int dfd = hs_session_dir(c, dir, sizeof(dir), err, sizeof(err));
+	if (dfd < 0) {
 		hs_die_msg("%s", err);
 		return HS_EXIT_FAIL;
 	}
 	if (!strcmp(verb, "show") || !strcmp(verb, "close")) {
+		close(dfd);
 		if (!name) {
 			hs_die_msg("session %s needs a NAME", verb);
 			return HS_EXIT_USAGE;
@@ -143,14 +145,16 @@ hs_cmd_session(struct hs_core *c, int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(verb, "list") && strcmp(verb, "gc")) {
+		close(dfd);
 		hs_die_msg("unknown session command '%s' (list, show, close, gc)", verb);
 		return HS_EXIT_USAGE;
 	}
 	int gc = !strcmp(verb, "gc");
 	int64_t ttl = 86400;
 	hs_conf_int(c->conf, "session_ttl", &ttl);
-	DIR *d = opendir(dir);
+	DIR *d = fdopendir(dfd);
 	if (!d) {
+		close(dfd);
 		hs_die_msg("cannot read '%s'", dir);
 		return HS_EXIT_FAIL;
 	}

@@ -294,13 +294,27 @@ hs_core_host_for(struct hs_core *c, struct hs_backend *b, const char *name)
 	return &b->host;
 }
 
-/* Create the per-backend directories (0700, owner checked) before init. */
+/* Make path a private directory (0700, whole chain checked); a refusal
+ * ends with "or HINT" (the variable that moves it). */
+static int
+private_dir(const char *path, const char *hint, char *err, size_t errlen)
+{
+	int fd = hs_pathsec_dir_open(path, hint, err, errlen);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* Create the per-backend directories before init. */
 static int
 backend_dirs(struct hs_backend *b, char *err, size_t errlen)
 {
 	const char *const d[] = { b->state_dir, b->cache_dir, b->runtime_dir };
+	static const char *const hint[] = { "set XDG_STATE_HOME", "set XDG_CACHE_HOME",
+		                            "set XDG_RUNTIME_DIR" };
 	for (size_t i = 0; i < 3; i++)
-		if (hs_pathsec_private_dir(d[i], err, errlen) < 0)
+		if (private_dir(d[i], hint[i], err, errlen) < 0)
 			return -1;
 	return 0;
 }
@@ -413,7 +427,7 @@ allowlist_locked(struct hs_core *c, char *err, size_t errlen)
 	c->allow_tried = 1;
 	/* The directory is the user's config dir; create it private if missing. */
 	if (access(c->paths.config, F_OK) < 0) {
-		if (hs_pathsec_private_dir(c->paths.config, e, sizeof(e)) < 0) {
+		if (private_dir(c->paths.config, "set XDG_CONFIG_HOME", e, sizeof(e)) < 0) {
 			hs_warn("allow list unavailable: %s", e);
 			goto out;
 		}
@@ -475,7 +489,7 @@ hs_core_audit(struct hs_core *c, const struct hs_audit_record *r)
 			/* The default lives in hs's own state dir: make it, private. */
 			size_t sl = strlen(c->paths.state);
 			if (strncmp(p, c->paths.state, sl) == 0 && p[sl] == '/' &&
-			    hs_pathsec_private_dir(c->paths.state, err, sizeof(err)) < 0) {
+			    private_dir(c->paths.state, "set XDG_STATE_HOME", err, sizeof(err)) < 0) {
 				hs_warn("audit log disabled: %s", err);
 				goto out;
 			}

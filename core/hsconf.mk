@@ -1,8 +1,9 @@
 # Layered configuration (core/hsconf*.c), its shipped file, man page and tests.
 # Included from the top Makefile.am; paths are relative to the top directory.
 #
-# libhsconf.a does not contain core/pathsec.c (the core's own library does);
-# a program linking libhsconf.a links pathsec too, as the test below does.
+# libhsconf.a does not contain core/pathsec.c nor runner/dirchain.c (the core
+# has them itself); a program linking libhsconf.a links both too, as the test
+# below does.
 
 noinst_LIBRARIES += core/libhsconf.a
 core_libhsconf_a_SOURCES = \
@@ -21,6 +22,6 @@ dist_man_MANS += man/hs.conf.5
 
 check_PROGRAMS += tests/config/test-hsconf
 TESTS += tests/config/test-hsconf
-tests_config_test_hsconf_SOURCES = tests/config/test-hsconf.c core/pathsec.c
+tests_config_test_hsconf_SOURCES = tests/config/test-hsconf.c core/pathsec.c runner/dirchain.c
 tests_config_test_hsconf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(LIBCONFIG_CFLAGS)
 tests_config_test_hsconf_LDADD = core/libhsconf.a $(LIBCONFIG_LIBS) $(CMOCKA_LIBS)

@@ -1,5 +1,6 @@
 /*
- * pathsec.c - ownership and mode checks for trusted paths.
+ * pathsec.c - ownership and mode checks for trusted paths.  The directory
+ * chains are checked by runner/dirchain.c, which hs-runner shares.
  */
 #include "config.h"
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/pathsec.h"
+#include "runner/dirchain.h"
 
 int
 hs_pathsec_check_stat(const struct stat *st, const char *path, char *err, size_t errlen)
@@ -34,89 +36,72 @@ hs_pathsec_check_stat(const struct stat *st, const char *path, char *err, size_t
 	return 0;
 }
 
-int
-hs_pathsec_check_parents(const char *path, char *err, size_t errlen)
+/*
+ * The absolute directory part of path (the current directory for a bare
+ * name) in dir, and a pointer to its last component in base.
+ */
+static int
+split_path(const char *path, char *dir, size_t len, const char **base, char *err, size_t errlen)
 {
-	char buf[PATH_MAX];
-	struct stat st;
-	char *slash;
+	const char *slash = strrchr(path, '/');
+	char cwd[PATH_MAX];
+	int n;
 
-	if (path[0] != '/') {
-		if (!realpath(".", buf)) {
+	*base = slash ? slash + 1 : path;
+	if (path[0] == '/') {
+		n = snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd))) {
 			snprintf(err, errlen, "cannot resolve the current directory: %s", strerror(errno));
 			return -1;
 		}
-		size_t n = strlen(buf);
-		if (n + 1 + strlen(path) >= sizeof(buf)) {
-			snprintf(err, errlen, "'%s': path too long", path);
-			return -1;
-		}
-		buf[n] = '/';
-		strcpy(buf + n + 1, path);
-	} else {
-		if (strlen(path) >= sizeof(buf)) {
-			snprintf(err, errlen, "'%s': path too long", path);
-			return -1;
-		}
-		strcpy(buf, path);
+		n = slash ? snprintf(dir, len, "%s/%.*s", cwd, (int)(slash - path), path)
+		          : snprintf(dir, len, "%s", cwd);
 	}
-	for (;;) {
-		slash = strrchr(buf, '/');
-		if (!slash)
-			return 0;
-		if (slash == buf)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
-		if (lstat(buf, &st) < 0) {
-			snprintf(err, errlen, "cannot stat '%s': %s", buf, strerror(errno));
-			return -1;
-		}
-		if (S_ISLNK(st.st_mode)) {
-			/* A symlinked parent is trusted only if its target chain is. */
-			char real[PATH_MAX];
-			if (!realpath(buf, real)) {
-				snprintf(err, errlen, "cannot resolve '%s': %s", buf, strerror(errno));
-				return -1;
-			}
-			if (st.st_uid != 0 && st.st_uid != geteuid()) {
-				snprintf(err, errlen, "'%s' is a symbolic link owned by uid %u", buf,
-				         (unsigned)st.st_uid);
-				return -1;
-			}
-			if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
-				snprintf(err, errlen, "'%s' is not a directory", real);
-				return -1;
-			}
-			if (hs_pathsec_check_stat(&st, real, err, errlen) < 0)
-				return -1;
-			if (strcmp(real, "/") != 0 &&
-			    hs_pathsec_check_parents(real, err, errlen) < 0)
-				return -1;
-			return 0;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			snprintf(err, errlen, "'%s' is not a directory", buf);
-			return -1;
-		}
-		if (hs_pathsec_check_stat(&st, buf, err, errlen) < 0)
-			return -1;
-		if (strcmp(buf, "/") == 0)
-			return 0;
+	if (n < 0 || (size_t)n >= len) {
+		snprintf(err, errlen, "'%s': path too long", path);
+		return -1;
 	}
+	return 0;
+}
+
+/* The descriptor of path's directory, its whole chain trusted (dirchain.h). */
+static int
+parent_open(const char *path, const char **base, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+
+	if (split_path(path, dir, sizeof(dir), base, err, errlen) < 0)
+		return -1;
+	return hs_dirchain_open(dir, HS_DIRCHAIN_TRUSTED, NULL, err, errlen);
 }
 
 int
-hs_pathsec_open(const char *path, int flags, char *err, size_t errlen)
+hs_pathsec_check_parents(const char *path, char *err, size_t errlen)
+{
+	const char *base;
+	int fd = parent_open(path, &base, err, errlen);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int
+hs_pathsec_openat(int dirfd, const char *name, const char *path, int flags, char *err,
+                  size_t errlen)
 {
 	struct stat st;
-	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY), e;
 
 	if (fd < 0) {
-		if (errno == ELOOP)
+		e = errno;
+		if (e == ELOOP)
 			snprintf(err, errlen, "'%s' is a symbolic link", path);
 		else
-			snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+			snprintf(err, errlen, "cannot open '%s': %s", path, strerror(e));
+		errno = e;
 		return -1;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -129,76 +114,62 @@ hs_pathsec_open(const char *path, int flags, char *err, size_t errlen)
 	}
 	if (hs_pathsec_check_stat(&st, path, err, errlen) < 0)
 		goto fail;
-	if (hs_pathsec_check_parents(path, err, errlen) < 0)
-		goto fail;
 	return fd;
 fail:
 	close(fd);
+	errno = EPERM;
 	return -1;
+}
+
+int
+hs_pathsec_open(const char *path, int flags, char *err, size_t errlen)
+{
+	const char *base;
+	int dfd = parent_open(path, &base, err, errlen), fd;
+
+	if (dfd < 0)
+		return -1;
+	/* The checked directory's descriptor, so a swapped parent cannot matter. */
+	fd = hs_pathsec_openat(dfd, base, path, flags, err, errlen);
+	close(dfd);
+	return fd;
+}
+
+int
+hs_pathsec_dir_open(const char *path, const char *hint, char *err, size_t errlen)
+{
+	return hs_dirchain_open(path, HS_DIRCHAIN_CREATE, hint, err, errlen);
 }
 
 int
 hs_pathsec_private_dir(const char *path, char *err, size_t errlen)
 {
-	char buf[PATH_MAX];
-	struct stat st;
+	int fd = hs_pathsec_dir_open(path, NULL, err, errlen);
 
-	if (strlen(path) >= sizeof(buf) || path[0] != '/') {
-		snprintf(err, errlen, "'%s': not an absolute path of sane length", path);
+	if (fd < 0)
 		return -1;
-	}
-	strcpy(buf, path);
-	/* Create missing ancestors with 0700 too: they are ours. */
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
-			snprintf(err, errlen, "cannot create '%s': %s", buf, strerror(errno));
-			return -1;
-		}
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create '%s': %s", buf, strerror(errno));
-		return -1;
-	}
-	if (lstat(buf, &st) < 0) {
-		snprintf(err, errlen, "cannot stat '%s': %s", buf, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "'%s' is not a directory", buf);
-		return -1;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "'%s' is owned by uid %u, not the user", buf, (unsigned)st.st_uid);
-		return -1;
-	}
-	if ((st.st_mode & 07777) != 0700) {
-		snprintf(err, errlen, "'%s' has mode %04o (must be 0700)", buf,
-		         (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
+	close(fd);
 	return 0;
 }
 
 int
-hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
-                        char *err, size_t errlen)
+hs_pathsec_write_at(int dirfd, const char *dir, const char *name, const void *buf, size_t len,
+                    mode_t mode, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX];
-	const char *p = buf;
+	const char *p = buf, *sep = dir ? "/" : "";
 	int fd, n;
 
-	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	if (!dir)
+		dir = "";
+	n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		snprintf(err, errlen, "'%s': path too long", path);
+		snprintf(err, errlen, "'%s%s%s': path too long", dir, sep, name);
 		return -1;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot create '%s': %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot create '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 		return -1;
 	}
 	while (len > 0) {
@@ -206,30 +177,38 @@ hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mo
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+			snprintf(err, errlen, "cannot write '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 			goto fail;
 		}
 		p += w;
 		len -= (size_t)w;
 	}
 	if (fsync(fd) < 0) {
-		snprintf(err, errlen, "cannot sync '%s': %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot sync '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 		goto fail;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot write '%s%s%s': %s", dir, sep, tmp, strerror(errno));
 		goto fail;
 	}
 	fd = -1;
-	if (rename(tmp, path) < 0) {
-		snprintf(err, errlen, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		snprintf(err, errlen, "cannot rename '%s%s%s' to '%s': %s", dir, sep, tmp, name,
+		         strerror(errno));
 		goto fail;
 	}
 	return 0;
 fail:
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	unlinkat(dirfd, tmp, 0);
 	return -1;
+}
+
+int
+hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
+                        char *err, size_t errlen)
+{
+	return hs_pathsec_write_at(AT_FDCWD, NULL, path, buf, len, mode, err, errlen);
 }

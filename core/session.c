@@ -49,23 +49,23 @@ hs_session_dir(struct hs_core *c, char *out, size_t len, char *err, size_t errle
 		snprintf(err, errlen, "state directory path too long");
 		return -1;
 	}
-	return hs_pathsec_private_dir(out, err, errlen);
+	return hs_pathsec_dir_open(out, "set XDG_STATE_HOME", err, errlen);
 }
 
+/*
+ * The sessions directory's descriptor for a record of a valid name (its
+ * path in dir, for messages); every record file is then reached relative
+ * to it.  Returns the descriptor or -1 with a reason.
+ */
 static int
-record_path(struct hs_core *c, const char *name, const char *suffix, char *out, size_t len,
-            char *err, size_t errlen)
+record_dir(struct hs_core *c, const char *name, char *dir, size_t len, char *err, size_t errlen)
 {
-	char dir[PATH_MAX];
 	if (!hs_session_name_valid(name)) {
 		snprintf(err, errlen, "invalid session name '%.80s' (use 1-64 of A-Z a-z 0-9 . _ -, "
 		         "not starting with '.' or '-')", name);
 		return -1;
 	}
-	if (hs_session_dir(c, dir, sizeof(dir), err, errlen) < 0)
-		return -1;
-	snprintf(out, len, "%s/%s%s", dir, name, suffix);
-	return 0;
+	return hs_session_dir(c, dir, len, err, errlen);
 }
 
 int
@@ -73,16 +73,17 @@ hs_record_load(struct hs_core *c, const char *name, struct hs_record *r, char *e
 {
 	char path[PATH_MAX], buf[8192], perr[256];
 	ssize_t n;
-	int fd;
+	int fd, dfd;
 
 	memset(r, 0, sizeof(*r));
-	if (record_path(c, name, "", path, sizeof(path), err, errlen) < 0)
+	if ((dfd = record_dir(c, name, path, sizeof(path), err, errlen)) < 0)
 		return -1;
-	if (access(path, F_OK) < 0 && errno == ENOENT)
-		return 1;
-	fd = hs_pathsec_open(path, O_RDONLY, err, errlen);
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
+	fd = hs_pathsec_openat(dfd, name, path, O_RDONLY, err, errlen);
+	int missing = fd < 0 && errno == ENOENT;
+	close(dfd);
 	if (fd < 0)
-		return -1;
+		return missing ? 1 : -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n < 0) {
@@ -125,12 +126,12 @@ hs_record_load(struct hs_core *c, const char *name, struct hs_record *r, char *e
 int
 hs_record_save(struct hs_core *c, const struct hs_record *r, char *err, size_t errlen)
 {
-	char path[PATH_MAX];
+	char dir[PATH_MAX];
 	const unsigned char *buf;
 	size_t len;
-	int rc;
+	int rc, dfd;
 
-	if (record_path(c, r->name, "", path, sizeof(path), err, errlen) < 0)
+	if ((dfd = record_dir(c, r->name, dir, sizeof(dir), err, errlen)) < 0)
 		return -1;
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
@@ -143,23 +144,33 @@ hs_record_save(struct hs_core *c, const struct hs_record *r, char *err, size_t e
 	hs_json_kbool(g, "persistent", r->persistent);
 	yajl_gen_map_close(g);
 	yajl_gen_get_buf(g, &buf, &len);
-	rc = hs_pathsec_write_atomic(path, buf, len, 0600, err, errlen);
+	rc = hs_pathsec_write_at(dfd, dir, r->name, buf, len, 0600, err, errlen);
 	yajl_gen_free(g);
-	hs_guard_rebase(c, path);
+	{
+		char path[PATH_MAX + 256];
+		snprintf(path, sizeof(path), "%s/%s", dir, r->name);
+		hs_guard_rebase(c, path);
+	}
+	close(dfd);
 	return rc;
 }
 
 int
 hs_record_remove(struct hs_core *c, const char *name)
 {
-	char path[PATH_MAX], err[256];
-	if (record_path(c, name, "", path, sizeof(path), err, sizeof(err)) < 0)
+	char dir[PATH_MAX], lock[80], err[256];
+	int dfd = record_dir(c, name, dir, sizeof(dir), err, sizeof(err));
+	if (dfd < 0)
 		return -1;
-	int rc = unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	char path[PATH_MAX + 256];
+	int rc = unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	hs_guard_rebase(c, path);
-	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".lock");
-	unlink(path);
+	snprintf(lock, sizeof(lock), "%s.lock", name);
+	unlinkat(dfd, lock, 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, lock);
 	hs_guard_rebase(c, path);
+	close(dfd);
 	return rc;
 }
 
@@ -168,11 +179,13 @@ hs_session_lock(struct hs_core *c, const char *name, int wait_ms, char *err, siz
 {
 	char path[PATH_MAX];
 	struct stat st;
-	int fd;
+	int fd, dfd;
 
-	if (record_path(c, name, ".lock", path, sizeof(path), err, errlen) < 0)
+	if ((dfd = record_dir(c, name, path, sizeof(path), err, errlen)) < 0)
 		return -1;
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s.lock", name);
+	fd = openat(dfd, strrchr(path, '/') + 1, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	close(dfd);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open lock '%s': %s", path, strerror(errno));
 		return -1;

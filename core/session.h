@@ -44,7 +44,10 @@ int hs_record_remove(struct hs_core *c, const char *name);
  */
 int hs_session_lock(struct hs_core *c, const char *name, int wait_ms, char *err, size_t errlen);
 
-/* The sessions directory, created 0700 and checked.  Returns 0 or -1. */
+/*
+ * The sessions directory (its path in out), created 0700 and its whole chain
+ * checked.  Returns its descriptor (close it) or -1 with a reason.
+ */
 int hs_session_dir(struct hs_core *c, char *out, size_t len, char *err, size_t errlen);
 
 

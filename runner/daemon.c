@@ -393,7 +393,7 @@ static int conn_flush(struct hsr_conn *c)
 
 static int listen_sock(struct hsr_daemon *d, char *err, size_t errlen)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun;
 	int fd = hsr_rundir_connect(d->rd);
 
 	if (fd >= 0) {
@@ -408,7 +408,7 @@ static int listen_sock(struct hsr_daemon *d, char *err, size_t errlen)
 		return -1;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", d->rd->sock);
+	hsr_rundir_sun(d->rd, &sun);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 64) < 0) {
 		snprintf(err, errlen, "cannot listen on '%s': %s", d->rd->sock, strerror(errno));
 		if (fd >= 0)

@@ -1,11 +1,12 @@
 # hs-runner: built with RUNNER_CC (musl-gcc, static) by an explicit rule,
 # since automake cannot switch compilers per target.  proto.c and client.c
-# also go into libhsrclient.a, built with the normal CC, for the core.
+# also go into libhsrclient.a, built with the normal CC, for the core, and so
+# does dirchain.c, the one directory-chain check of the core and the runner.
 
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
 	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
-	runner/stop.c runner/hmac.c
-RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/hmac.h
+	runner/stop.c runner/hmac.c runner/dirchain.c
+RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/hmac.h runner/dirchain.h
 RUNNER_DEFS = -D_GNU_SOURCE -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
 runnerexecdir = $(runnerdir)
@@ -21,7 +22,7 @@ runner/hs-runner: $(RUNNER_SRCS:%=$(srcdir)/%) $(RUNNER_HDRS:%=$(srcdir)/%)
 
 noinst_LIBRARIES += runner/libhsrclient.a
 runner_libhsrclient_a_SOURCES = runner/proto.c runner/proto.h runner/client.c runner/client.h \
-	runner/hmac.c runner/hmac.h
+	runner/hmac.c runner/hmac.h runner/dirchain.c runner/dirchain.h
 runner_libhsrclient_a_CPPFLAGS = $(AM_CPPFLAGS) -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
 # libFuzzer target for the frame decoder (clang), built and run by `make fuzz`.
@@ -37,7 +38,7 @@ fuzz-runner: $(srcdir)/runner/fuzz-frames.c $(srcdir)/runner/proto.c $(srcdir)/r
 HSR_TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runner $(CMOCKA_CFLAGS) \
 	-DHSR_VERSION='"$(PACKAGE_VERSION)"'
 check_PROGRAMS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
-	tests/runner/hsr-run tests/runner/test-hmac
+	tests/runner/hsr-run tests/runner/test-hmac tests/runner/test-dirchain
 tests_runner_test_hmac_SOURCES = tests/runner/test-hmac.c
 tests_runner_test_hmac_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_hmac_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS)
@@ -55,11 +56,14 @@ tests_runner_test_lifecycle_LDADD = runner/libhsrclient.a $(CMOCKA_LIBS) $(PTHRE
 tests_runner_hsr_run_SOURCES = tests/runner/hsr-run.c tests/runner/harness.c tests/runner/harness.h
 tests_runner_hsr_run_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_hsr_run_LDADD = runner/libhsrclient.a $(PTHREAD_LIBS)
+tests_runner_test_dirchain_SOURCES = tests/runner/test-dirchain.c runner/dirchain.c
+tests_runner_test_dirchain_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
+tests_runner_test_dirchain_LDADD = $(CMOCKA_LIBS)
 
 HSR_SH_TESTS = tests/runner/cli.test tests/runner/rundir.test tests/runner/chroot.test \
 	tests/runner/runchan.test
 TESTS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
-	tests/runner/test-hmac \
+	tests/runner/test-hmac tests/runner/test-dirchain \
 	$(HSR_SH_TESTS)
 EXTRA_DIST += $(HSR_SH_TESTS) tests/runner/lib.sh tests/runner/runchan-client.py
 

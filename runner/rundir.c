@@ -1,12 +1,17 @@
 /* The runtime directory: where the socket, the lock and the spool live.
  *
- * Everything in it is trusted only because the directory itself is
- * private, so it is checked with lstat (a symlink is refused, not
- * followed), must belong to the effective uid with mode exactly 0700, and
- * must be node-local: on NFS two nodes could share the path while their
- * sockets and locks stay apart.
+ * Everything in it is trusted only because the directory and every one
+ * above it are private to the user or root, so the whole chain is checked
+ * from "/" (dirchain.c: no link at the leaf, the leaf the effective uid's
+ * with mode exactly 0700, no ancestor others can write unless sticky), and
+ * it must be node-local: on NFS two nodes could share the path while their
+ * sockets and locks stay apart.  The lock, the spool files and the socket
+ * are then reached through the directory's descriptor (the socket as
+ * /proc/self/fd/N/sock; by its path only where there is no /proc, which
+ * nobody but the user and root can change once the chain is checked).
  */
 #include "runner.h"
+#include "dirchain.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -72,7 +77,6 @@ int hsr_rundir_open(struct hsr_rundir *rd, const char *path, char *err, size_t e
 {
 	struct sockaddr_un sun;
 	struct statfs sfs;
-	struct stat st;
 	int fd = -1;
 
 	rd->dirfd = -1;
@@ -91,36 +95,10 @@ int hsr_rundir_open(struct hsr_rundir *rd, const char *path, char *err, size_t e
 		return -1;
 	}
 	snprintf(rd->sock, sizeof(rd->sock), "%s/sock", path);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-		set_err(err, errlen, "cannot create runtime directory '%s': %s", path, strerror(errno));
+	/* The whole chain from "/", then the directory through its descriptor. */
+	fd = hs_dirchain_open(path, HS_DIRCHAIN_CREATE, "give a private --dir", err, errlen);
+	if (fd < 0)
 		return -1;
-	}
-	if (lstat(path, &st) < 0) {
-		set_err(err, errlen, "cannot stat runtime directory '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "runtime directory '%s' is not a directory%s", path,
-			S_ISLNK(st.st_mode) ? " (a symlink)" : "");
-		return -1;
-	}
-	/* Open without following, then compare with what lstat saw, so the
-	 * checks below are about the directory actually used. */
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		set_err(err, errlen, "cannot open runtime directory '%s': %s", path, strerror(errno));
-		goto fail;
-	}
-	if (st.st_uid != geteuid()) {
-		set_err(err, errlen, "runtime directory '%s' is owned by uid %u, not %u", path,
-			(unsigned)st.st_uid, (unsigned)geteuid());
-		goto fail;
-	}
-	if ((st.st_mode & 07777) != 0700) {
-		set_err(err, errlen, "runtime directory '%s' has mode %04o, not 0700", path,
-			(unsigned)(st.st_mode & 07777));
-		goto fail;
-	}
 	if (fstatfs(fd, &sfs) < 0) {
 		set_err(err, errlen, "cannot statfs runtime directory '%s': %s", path, strerror(errno));
 		goto fail;
@@ -194,14 +172,30 @@ void hsr_rundir_sweep(const struct hsr_rundir *rd)
 	closedir(dir);
 }
 
+void hsr_rundir_sun(const struct hsr_rundir *rd, struct sockaddr_un *sun)
+{
+	struct stat a, b;
+	char fdp[64];
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	/* Only a /proc that really shows our descriptor (not a chroot's stand-in). */
+	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", rd->dirfd);
+	if (rd->dirfd >= 0 && stat(fdp, &a) == 0 && fstat(rd->dirfd, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		snprintf(sun->sun_path, sizeof(sun->sun_path), "%s/sock", fdp);
+	else
+		snprintf(sun->sun_path, sizeof(sun->sun_path), "%s", rd->sock);
+}
+
 int hsr_rundir_connect(const struct hsr_rundir *rd)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", rd->sock);
+	hsr_rundir_sun(rd, &sun);
 	while (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int e = errno;
 

@@ -35,10 +35,11 @@ struct hsr_rundir {
 	int dirfd;
 };
 
-/* Creates the directory (0700) when missing and checks it: a directory,
- * not a symlink, owned by the effective uid, mode exactly 0700, not on a
- * network file system, with room for the socket path.  Returns 0 or -1
- * with a one-line message in err. */
+/* Creates the directory (0700) when missing and checks it and its whole
+ * chain from "/" (dirchain.h): a directory, not a symlink, owned by the
+ * effective uid, mode exactly 0700, no ancestor others can write or own,
+ * not on a network file system, with room for the socket path.  Returns 0
+ * or -1 with a one-line message in err. */
 int hsr_rundir_open(struct hsr_rundir *rd, const char *path, char *err, size_t errlen);
 void hsr_rundir_close(struct hsr_rundir *rd);
 /* Opens and exclusively locks DIR/lock (blocking).  Returns the fd or -1. */
@@ -46,6 +47,10 @@ int hsr_rundir_lock(const struct hsr_rundir *rd, char *err, size_t errlen);
 /* Removes stray spool files (a daemon killed between creating and
  * unlinking one leaves it behind); call only while no daemon runs. */
 void hsr_rundir_sweep(const struct hsr_rundir *rd);
+/* The address of DIR/sock through the directory's descriptor
+ * (/proc/self/fd/N/sock), or its path where /proc does not show it. */
+struct sockaddr_un;
+void hsr_rundir_sun(const struct hsr_rundir *rd, struct sockaddr_un *sun);
 /* Connects to DIR/sock.  Returns the fd or -1 with errno. */
 int hsr_rundir_connect(const struct hsr_rundir *rd);
 /* Opens /dev/null, or an empty pipe's read end where there is no

@@ -20,6 +20,7 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.
 VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner tests/runner/test-hmac \
+	tests/runner/test-dirchain \
 	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \
 	tests/docker/test-demux tests/singularity/test-sifcache tests/ssh/test-unit
 VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect \
@@ -32,3 +33,8 @@ check-valgrind: $(VALGRIND_TESTS) runner/hs-runner$(EXEEXT)
 	done; exit $$fail
 CLEANFILES += tests/*/*.vg.log
 .PHONY: check-valgrind
+
+# Directory chains (runner/dirchain.c): pre-created, foreign, linked or
+# writable runtime directories refused, as root with two throwaway users.
+TESTS += tests/security/dirs.test
+EXTRA_DIST += tests/security/dirs.test

@@ -19,6 +19,7 @@
 #include <hs/backend.h>
 
 #include "plugins/common/attach.h"
+#include "runner/dirchain.h"
 
 int
 hs_attach_start(const struct hs_attach_spawn *s, pid_t *pid, int32_t *fd, char *err)
@@ -111,18 +112,18 @@ hs_attach_slot(pid_t *pids, int n)
 }
 
 int32_t
+hs_attach_dir_check(const char *dir, int flags, const char *hint, char *err)
+{
+	int fd = hs_dirchain_open(dir, flags, hint, err, HS_ERR_MAX);
+
+	if (fd < 0)
+		return strncmp(err, "cannot ", 7) == 0 ? HS_E_IO : HS_E_PERM;
+	close(fd);
+	return HS_OK;
+}
+
+int32_t
 hs_attach_private_dir(const char *dir, char *err)
 {
-	struct stat sb;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, HS_ERR_MAX, "cannot create '%s': %s", dir, strerror(errno));
-		return HS_E_IO;
-	}
-	if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-	    (sb.st_mode & 07777) != 0700) {
-		snprintf(err, HS_ERR_MAX, "'%s' is not a private directory of this user (want mode 0700)",
-		         dir);
-		return HS_E_PERM;
-	}
-	return HS_OK;
+	return hs_attach_dir_check(dir, HS_DIRCHAIN_CREATE, "set XDG_RUNTIME_DIR", err);
 }

@@ -38,10 +38,17 @@ int hs_attach_slot(pid_t *pids, int n);
 
 /*
  * The session's runtime directory on this host (the runner's socket and
- * spool): created 0700 if missing, then checked with lstat to be a
- * directory of this user with mode 0700.  HS_OK, or HS_E_IO / HS_E_PERM
- * with a one-line reason in err (HS_ERR_MAX bytes).
+ * spool): created 0700 if missing, its whole chain from "/" checked
+ * (runner/dirchain.h): the leaf this user's with mode 0700, no ancestor
+ * others can write or own.  HS_OK, or HS_E_IO (cannot create or open) /
+ * HS_E_PERM (refused) with a one-line reason in err (HS_ERR_MAX bytes).
  */
 int32_t hs_attach_private_dir(const char *dir, char *err);
+
+/*
+ * The same check with HS_DIRCHAIN_* flags and the hint that ends the fix
+ * in a refusal ("set singularity.scratch"): HS_OK, HS_E_IO or HS_E_PERM.
+ */
+int32_t hs_attach_dir_check(const char *dir, int flags, const char *hint, char *err);
 
 #endif

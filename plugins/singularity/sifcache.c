@@ -20,6 +20,8 @@
 
 #include <hs/backend.h>
 
+#include "plugins/common/attach.h"
+#include "runner/dirchain.h"
 #include "sifcache.h"
 
 #define SC_MAX_ENTRIES 4096
@@ -479,21 +481,12 @@ sc_build(const struct hs_sifcache *c, const char *source, const char *path, cons
 	return HS_OK;
 }
 
+/* The cache directory, its whole chain checked (runner/dirchain.h). */
 static int
 sc_mkdir(const char *dir, char *err)
 {
-	struct stat sb;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, HS_ERR_MAX, "cannot create the SIF cache '%s': %s", dir, strerror(errno));
-		return HS_E_IO;
-	}
-	if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-	    (sb.st_mode & 022)) {
-		snprintf(err, HS_ERR_MAX,
-		         "the SIF cache '%s' is not a directory of this user writable only by it", dir);
-		return HS_E_PERM;
-	}
-	return HS_OK;
+	return hs_attach_dir_check(dir, HS_DIRCHAIN_CREATE | HS_DIRCHAIN_NOWRITE,
+	                           "set singularity.cache_dir", err);
 }
 
 int

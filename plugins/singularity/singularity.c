@@ -25,6 +25,7 @@
 #include <hs/backend.h>
 
 #include "plugins/common/attach.h"
+#include "runner/dirchain.h"
 #include "sg.h"
 #include "sifcache.h"
 
@@ -67,37 +68,15 @@ sg_find_in_path(const char *prog, char *out, size_t len)
 }
 
 /*
- * Scratch: create missing directories (0700) down to dir, then require dir
- * to be this user's and writable by nobody else.
+ * Scratch: create missing directories (0700) down to dir, then require its
+ * whole chain from "/" to be root's or this user's and writable by nobody
+ * else, and dir itself this user's (runner/dirchain.h).
  */
 static int
 sg_scratch_dir(const char *dir, char *err)
 {
-	char p[1024];
-	struct stat sb;
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-			snprintf(err, HS_ERR_MAX, "cannot create scratch directory '%s': %s", p,
-			         strerror(errno));
-			return HS_E_IO;
-		}
-		*s = '/';
-	}
-	if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, HS_ERR_MAX, "cannot create scratch directory '%s': %s", p, strerror(errno));
-		return HS_E_IO;
-	}
-	if (lstat(p, &sb) < 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() ||
-	    (sb.st_mode & 022)) {
-		snprintf(err, HS_ERR_MAX, "scratch '%s' must be a directory of this user that others "
-		         "cannot write; fix it or set singularity.scratch", p);
-		return HS_E_PERM;
-	}
-	return HS_OK;
+	return hs_attach_dir_check(dir, HS_DIRCHAIN_CREATE | HS_DIRCHAIN_NOWRITE,
+	                           "set singularity.scratch", err);
 }
 
 /* Parse "20G", "512M", "1048576"; returns -1 on nonsense. */

@@ -54,6 +54,60 @@ sx_check_dir(struct sx_env *env, const char *path, int create, int exact0700, ch
 	return HS_OK;
 }
 
+/* One directory (or link) above the home: root's or ours, and a directory
+ * nobody else can write unless sticky, as for local directory chains. */
+static int32_t
+sx_check_above_one(struct sx_env *env, const char *path, char *err)
+{
+	LIBSSH2_SFTP_ATTRIBUTES a;
+	if (libssh2_sftp_lstat(env->sftp, path, &a) != 0) {
+		snprintf(err, HS_ERR_MAX, "cannot stat %s:%s (sftp status %lu)", env->host, path,
+		         libssh2_sftp_last_error(env->sftp));
+		return HS_E_IO;
+	}
+	int link = LIBSSH2_SFTP_S_ISLNK(a.permissions);
+	if (!(a.flags & LIBSSH2_SFTP_ATTR_UIDGID) ||
+	    (a.uid != (unsigned long)env->ruid && a.uid != 0) ||
+	    (!link && (!LIBSSH2_SFTP_S_ISDIR(a.permissions) ||
+	               ((a.permissions & 022) && !(a.permissions & 01000))))) {
+		snprintf(err, HS_ERR_MAX, "%s:%s, above the home of uid %ld, is not safe (owner %lu, mode "
+		         "%04lo): it must be root's or the user's and writable by nobody else unless "
+		         "sticky; fix it or use another account", env->host, path, env->ruid, a.uid,
+		         a.permissions & 07777);
+		return HS_E_PERM;
+	}
+	return HS_OK;
+}
+
+/* Every directory from "/" down to the home's parent, on the home's path as
+ * given and on its physical path (the server resolves the links). */
+static int32_t
+sx_check_above(struct sx_env *env, char *err)
+{
+	char real[1024], p[1024];
+	const char *paths[2] = { env->rhome, NULL };
+	int n = libssh2_sftp_realpath(env->sftp, env->rhome, real, sizeof(real) - 1);
+	int32_t rc;
+
+	if (n > 0) {
+		real[n] = '\0';
+		if (strcmp(real, env->rhome) != 0)
+			paths[1] = real;
+	}
+	for (int k = 0; k < 2 && paths[k]; k++) {
+		if ((rc = sx_check_above_one(env, "/", err)) != HS_OK)
+			return rc;
+		for (size_t i = 1; paths[k][i]; i++) {
+			if (paths[k][i] != '/' || !paths[k][i + 1])
+				continue;
+			snprintf(p, sizeof(p), "%.*s", (int)i, paths[k]);
+			if ((rc = sx_check_above_one(env, p, err)) != HS_OK)
+				return rc;
+		}
+	}
+	return HS_OK;
+}
+
 /* Hash a remote file over SFTP; -1 on error. */
 static int
 sx_remote_hash(struct sx_env *env, const char *path, char hex[65], uint64_t *size)
@@ -179,7 +233,8 @@ sx_install_runner(struct sx_env *env, char *err)
 		         strerror(errno));
 		return HS_E_UNAVAILABLE;
 	}
-	if ((rc = sx_check_dir(env, env->rhome, 0, 0, err)) != HS_OK)
+	if ((rc = sx_check_above(env, err)) != HS_OK ||
+	    (rc = sx_check_dir(env, env->rhome, 0, 0, err)) != HS_OK)
 		return rc;
 	static const char *const chain[] = { "/.cache", "/.cache/hs", "/.cache/hs/runner" };
 	for (size_t i = 0; i < 3; i++) {
@@ -240,6 +295,12 @@ sx_install_runner(struct sx_env *env, char *err)
 	"refused); remove it\"; [ -z \"$(find \"$1\" -maxdepth 0 \\( \\( ! -user \"$u\" ! -user 0 \\) " \
 	"-o -perm /022 \\) -print)\" ] || bad \"$1 is not a private directory of uid $u; fix its "  \
 	"owner and mode (chmod 700)\"; }; "                                                        \
+	"above() { p=$1; while :; do case $p in */*) p=${p%%/*};; *) break;; esac; "                \
+	"[ -n \"$p\" ] || p=/; if [ -L \"$p\" ]; then q='! -type l'; else q='-perm /022 ! -perm -1000'; fi; " \
+	"[ -z \"$(find \"$p\" -maxdepth 0 \\( \\( ! -user \"$u\" ! -user 0 \\) -o \\( $q \\) \\) -print)\" ] || " \
+	"bad \"$p, above the home of uid $u, is not safe: it must be root's or the user's and writable " \
+	"by nobody else unless sticky; fix it or use another account\"; [ \"$p\" != / ] || break; done; }; " \
+	"above \"$H\"; R=$(cd -P \"$H\" 2>/dev/null && pwd -P) && [ \"$R\" != \"$H\" ] && above \"$R\"; " \
 	"chk \"$H\"; for x in .cache .cache/hs .cache/hs/runner; do [ -e \"$H/$x\" ] || "          \
 	"[ -L \"$H/$x\" ] || mkdir -m 700 \"$H/$x\" || bad \"cannot create $H/$x\"; chk \"$H/$x\"; done; " \
 	"d=/tmp/hs-$u; [ -e $d ] || [ -L $d ] || mkdir -m 700 $d || bad \"cannot create $d\"; "   \

@@ -337,7 +337,16 @@ test_cache_dir_checked(void **state)
 	assert_int_equal(mkdir(x->c.dir, 0777), 0);
 	assert_int_equal(chmod(x->c.dir, 0777), 0);
 	assert_int_equal(get(x, "docker://x", path, &built, err), HS_E_PERM);
-	assert_non_null(strstr(err, "writable only by it"));
+	assert_non_null(strstr(err, "cache' is writable by others (mode 0777); chmod go-w it or "
+	                            "set singularity.cache_dir"));
+	/* The whole chain counts: a private cache below a directory others can write. */
+	assert_int_equal(chmod(x->c.dir, 0700), 0);
+	assert_int_equal(chmod(x->dir, 0777), 0);
+	err[0] = '\0';
+	assert_int_equal(get(x, "docker://x", path, &built, err), HS_E_PERM);
+	assert_non_null(strstr(err, "is writable by others (mode 0777)"));
+	assert_null(strstr(err, "cache'"));
+	assert_int_equal(chmod(x->dir, 0700), 0);
 }
 
 int
