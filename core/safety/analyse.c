@@ -285,15 +285,19 @@ static_echo_text(struct hs_actx *x, const struct hs_sh_node *n)
 	char *buf, *o;
 	int is_printf;
 
+	/*
+	 * Run-time parts stay marked in the text, so a shell reading it meets a
+	 * value it cannot know ("echo "$CODE" | sh" is opaque, not harmless).
+	 */
 	if (n->kind != HS_SH_CMD || !n->words || (n->words->flags & HS_W_DYN))
 		return NULL;
 	if (!strcmp(n->words->s, "cat") && !n->words->next && n->redirs && !n->redirs->next) {
 		/* cat <<EOF ... EOF | sh: the heredoc is the script. */
 		const struct hs_sh_redir *r = n->redirs;
 
-		if (r->op == HS_R_HEREDOC && r->body && !(r->body->flags & HS_W_DYN))
+		if (r->op == HS_R_HEREDOC && r->body)
 			return r->body->s;
-		if (r->op == HS_R_HERESTR && r->target && !(r->target->flags & HS_W_DYN))
+		if (r->op == HS_R_HERESTR && r->target)
 			return r->target->s;
 		return NULL;
 	}
@@ -302,11 +306,8 @@ static_echo_text(struct hs_actx *x, const struct hs_sh_node *n)
 	is_printf = !strcmp(n->words->s, "printf");
 	if (!is_printf && strcmp(n->words->s, "echo"))
 		return NULL;
-	for (w = n->words->next; w; w = w->next) {
-		if (w->flags & HS_W_DYN)
-			return NULL;
+	for (w = n->words->next; w; w = w->next)
 		len += w->len + 1;
-	}
 	buf = hs_arena_alloc(x->a, len + 1);
 	if (!buf)
 		return NULL;
@@ -421,6 +422,8 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 	for (i = 0, w = n->words; w; w = w->next, i++) {
 		argv[i] = w->s;
 		aflags[i] = w->flags;
+		if (w->flags & HS_W_OPAQUE)
+			hs_actx_opaque(x, "word split by a changed IFS");
 		if (w->subs) {
 			struct hs_progset *ps = hs_arena_zalloc(x->a, sizeof(*ps));
 			const struct hs_sh_subst *s;
@@ -450,6 +453,11 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 			hs_actx_opaque(x, "program name known only at run time");
 			return;
 		}
+	}
+	if ((aflags[0] & HS_W_GLOB) && strcmp(av, "[")) {
+		/* /usr/bin/r? becomes whatever file matches: rm, perhaps. */
+		hs_actx_opaque(x, "program name is a glob pattern");
+		return;
 	}
 	prog = hs_basename(av);
 
@@ -485,9 +493,10 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 	hs_progset_merge(&c.stdin_from, &subprod);
 	c.stdin_text = in_text;
 	for (r = n->redirs; r; r = r->next) {
-		if (r->op == HS_R_HEREDOC && r->body && !(r->body->flags & HS_W_DYN))
+		/* A run-time part stays marked: code read from an unset variable is opaque. */
+		if (r->op == HS_R_HEREDOC && r->body)
 			c.stdin_text = r->body->s;
-		else if (r->op == HS_R_HERESTR && r->target && !(r->target->flags & HS_W_DYN))
+		else if (r->op == HS_R_HERESTR && r->target)
 			c.stdin_text = r->target->s;
 		else if (r->op == HS_R_IN && r->target && r->target->subs)
 			walk_word_subs(x, r->target, &c.stdin_from);

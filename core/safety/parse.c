@@ -248,8 +248,15 @@ parse_for(struct hs_sh_parser *p, struct hs_sh_node *b)
 			p->i++;
 		return p->err ? NULL : parse_loop_body(p, b, &b->child);
 	}
-	if (!hs_sh_lex_word(p))
+	w = hs_sh_lex_word(p);
+	if (!w)
 		return NULL;
+	{
+		/* The loop variable takes values we do not follow. */
+		struct hs_sh_word kw = { .s = (char *)"for", .len = 3, .next = w };
+
+		hs_sh_note_assigns(p, NULL, &kw);
+	}
 	hs_sh_skip_blanks(p);
 	if (p->i < p->n && p->s[p->i] == ';')
 		p->i++;
@@ -457,6 +464,7 @@ parse_simple(struct hs_sh_parser *p)
 	}
 	if (!n->words && !n->assigns && !n->redirs)
 		return NULL;
+	hs_sh_note_assigns(p, n->assigns, n->words);
 	return n;
 }
 

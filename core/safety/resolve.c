@@ -503,7 +503,7 @@ do_xargs(struct hs_actx *x, struct hs_cmd *c, const struct wrapper *w, int start
 
 		for (tok = t ? strtok_r(t, " \t\n", &save) : NULL; tok && n < 255; tok = strtok_r(NULL, " \t\n", &save)) {
 			argv[n] = tok;
-			flags[n++] = 0;
+			flags[n++] = strchr(tok, HS_SH_DYN_CHAR) ? HS_W_DYN : 0;
 		}
 	} else if (!repl) {
 		argv[n] = "\x01";
