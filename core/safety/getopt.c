@@ -1,0 +1,144 @@
+#include "config.h"
+
+/*
+ * getopt.c - read a program's argv with its option grammar.
+ *
+ * One reader serves the rules (match.c) and the wrappers (resolve.c), so
+ * what a rule sees as "--hard" is what the resolver would see: short
+ * options clustered (-rf) with operands attached (-ufoo) or separate,
+ * long options with =VALUE or a separate operand, and long names
+ * abbreviated to any unambiguous prefix (--us for --user), as GNU
+ * getopt_long() reads them.
+ */
+#include <fnmatch.h>
+#include <string.h>
+
+#include "core/safety/internal.h"
+
+/* The grammar's entry for the long name s[0..n): exact, else the one option it abbreviates. */
+static const struct hs_longopt *
+find_long(const struct hs_progdecl *d, const char *s, size_t n, int *ambiguous)
+{
+	const struct hs_longopt *hit = NULL;
+	size_t k;
+
+	*ambiguous = 0;
+	if (!d)
+		return NULL;
+	for (k = 0; k < d->nlong; k++) {
+		const struct hs_longopt *lo = &d->longs[k];
+
+		if (lo->len < n || memcmp(lo->name, s, n))
+			continue;
+		if (lo->len == n)
+			return lo;
+		if (hit)
+			*ambiguous = 1;
+		hit = lo;
+	}
+	/* Only a grammar that lists every option can tell what a prefix abbreviates. */
+	return *ambiguous || !d->complete ? NULL : hit;
+}
+
+static int
+takes_operand(int kind)
+{
+	return kind == HS_OK_ARG || kind == HS_OK_CODE || kind == HS_OK_SPLIT || kind == HS_OK_OPAQUE;
+}
+
+int
+hs_opt_next(const struct hs_progdecl *d, const char *const *argv, int argc, struct hs_optstate *st,
+	    struct hs_opt *o)
+{
+	const struct hs_longopt *lo;
+	const char *a, *eq;
+	int amb;
+
+	memset(o, 0, sizeof(*o));
+	if (st->cl && *st->cl) {
+		a = st->cl;
+	} else {
+		st->cl = NULL;
+		if (st->i >= argc)
+			return 0;
+		a = argv[st->i];
+		if (a[0] != '-' || !a[1])
+			return 0;
+		if (a[1] == '-' && !a[2]) {
+			st->i++;
+			st->dashdash = 1;
+			return 0;
+		}
+		o->word = a;
+		st->i++;
+		if (a[1] == '-') {
+			eq = strchr(a + 2, '=');
+			o->is_long = 1;
+			o->name = a + 2;
+			o->len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			lo = find_long(d, o->name, o->len, &amb);
+			if (lo) {
+				o->lo = lo;
+				o->name = lo->name;
+				o->len = lo->len;
+				o->kind = lo->kind;
+			}
+			if (eq)
+				o->value = eq + 1;
+			else if (takes_operand(o->kind) && st->i < argc)
+				o->value = argv[st->i++];
+			return 1;
+		}
+		a++;
+	}
+	/* One letter of a cluster. */
+	o->word = o->word ? o->word : argv[st->i - 1];
+	o->name = a;
+	o->len = 1;
+	lo = d && (unsigned char)*a < 128 ? d->sopt[(unsigned char)*a] : NULL;
+	o->lo = lo;
+	o->kind = lo ? lo->kind : HS_OK_UNKNOWN;
+	st->cl = a + 1;
+	if (takes_operand(o->kind) || o->kind == HS_OK_OPTARG) {
+		if (a[1]) {
+			o->value = a + 1;
+		} else if (o->kind != HS_OK_OPTARG && st->i < argc) {
+			o->value = argv[st->i++];
+		}
+		st->cl = NULL;
+	}
+	return 1;
+}
+
+const char *
+hs_opt_code(const struct hs_opt *o)
+{
+	const char *const *w;
+	const char *eq, *weq;
+	char key[128];
+	size_t kl;
+
+	if (o->kind != HS_OK_CODE || !o->value)
+		return NULL;
+	if (!o->lo || !o->lo->when)
+		return o->value;
+	/* KEY=VALUE operands (git -c, tar --checkpoint-action): only some keys run code. */
+	eq = strchr(o->value, '=');
+	if (!eq || (size_t)(eq - o->value) >= sizeof(key))
+		return NULL;
+	kl = (size_t)(eq - o->value);
+	memcpy(key, o->value, kl);
+	key[kl] = '\0';
+	for (w = o->lo->when; *w; w++) {
+		char pat[128];
+
+		weq = strchr(*w, '=');
+		if (!weq || (size_t)(weq - *w) >= sizeof(pat))
+			continue;
+		memcpy(pat, *w, (size_t)(weq - *w));
+		pat[weq - *w] = '\0';
+		if (!fnmatch(pat, key, FNM_CASEFOLD) && !strncmp(eq + 1, weq + 1, strlen(weq + 1)))
+			return eq + 1 + strlen(weq + 1);
+	}
+	return NULL;
+}
