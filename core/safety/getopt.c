@@ -36,8 +36,17 @@ find_long(const struct hs_progdecl *d, const char *s, size_t n, int *ambiguous)
 			*ambiguous = 1;
 		hit = lo;
 	}
-	/* Only a grammar that lists every option can tell what a prefix abbreviates. */
-	return *ambiguous || !d->complete ? NULL : hit;
+	/*
+	 * Only a grammar that lists every option can tell what a prefix
+	 * abbreviates.  A partial one still reads a prefix of a single option
+	 * that runs code as that option (tar --use-compress-prog): if the
+	 * program finds it ambiguous it runs nothing at all.
+	 */
+	if (*ambiguous || !hit)
+		return NULL;
+	if (!d->complete && hit->kind != HS_OK_CODE && hit->kind != HS_OK_SPLIT && hit->kind != HS_OK_OPAQUE)
+		return NULL;
+	return hit;
 }
 
 static int

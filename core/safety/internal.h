@@ -21,6 +21,7 @@ enum hs_pred_kind {
 	HS_P_SQL,       /* sql:destructive */
 	HS_P_MOUNT,     /* mount:PRED  a mount spec whose host source satisfies PRED */
 	HS_P_VALUE,     /* value:KEY=PRED  a KEY=... word whose value satisfies PRED */
+	HS_P_UNKNOWN,   /* unknown:SET a run-time value decides where the path is; its known part is in SET */
 };
 
 struct hs_pathset {
@@ -161,6 +162,7 @@ struct hs_pidx {
 	size_t *rules;                    /* rules naming it exactly, in rule order */
 	size_t n, cap;
 	const struct hs_progdecl *decl;   /* its (last) declaration, or NULL */
+	int has_sub;                      /* a declaration names "PROG SUB" (docker exec) */
 };
 
 /* One option read from argv by hs_opt_next(). */

@@ -82,7 +82,7 @@ fuzz-toml: core/safety/toml.c core/safety/fuzz-toml.c
 policydir = $(datadir)/hs/policy
 dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.rules \
 	policy/network.rules policy/credentials.rules policy/containers.rules policy/vcs.rules \
-	policy/database.rules policy/hs-self.rules policy/wrappers.rules
+	policy/database.rules policy/hs-self.rules policy/wrappers.rules policy/run-time-targets.rules
 dist_man_MANS += man/hs-policy.5
 EXTRA_DIST += tests/safety/toml-seeds
 EXTRA_DIST += core/safety/fuzz-analyse.c tests/safety/dangerous.txt tests/safety/everyday.txt \

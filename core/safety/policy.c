@@ -176,6 +176,7 @@ parse_pred(struct load *l, const char *src, struct hs_pred *pr, const char *rule
 	} kinds[] = {
 		{ "glob:", HS_P_GLOB }, { "iglob:", HS_P_IGLOB }, { "path:", HS_P_PATH }, { "under:", HS_P_UNDER },
 		{ "has:", HS_P_HAS }, { "sql:", HS_P_SQL }, { "mount:", HS_P_MOUNT }, { "value:", HS_P_VALUE },
+		{ "unknown:", HS_P_UNKNOWN },
 	};
 	size_t k, pl;
 	const char *arg = src, *eq;
@@ -212,6 +213,7 @@ parse_pred(struct load *l, const char *src, struct hs_pred *pr, const char *rule
 		return parse_pred(l, eq + 1, pr->inner, rule);
 	case HS_P_PATH:
 	case HS_P_UNDER:
+	case HS_P_UNKNOWN:
 		pr->arg = pstrdup(l->p, arg);
 		return pend_set(l, pr, rule);
 	default:

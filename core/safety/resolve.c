@@ -744,15 +744,19 @@ static void
 do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
 {
 	struct hs_optstate st = { .i = 1 };
-	int end, i, j, runs = 0;
+	int end, i, j, runs = 0, replaced;
+	size_t nrepl = 1;
 	size_t len = 16, pos;
 	char *buf;
 	const char *arg, *p;
 
 	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1)
 		return;
-	for (end = st.i; end < c->argc && strncmp(c->argv[end], ":::", 3) && strncmp(c->argv[end], "::::", 4); end++)
-		len += strlen(c->argv[end]) * 2 + 1;
+	for (end = st.i; end < c->argc && strncmp(c->argv[end], ":::", 3); end++) {
+		len += strlen(c->argv[end]) + 1;
+		for (p = c->argv[end]; (p = strchr(p, '{')); p++)
+			nrepl++;
+	}
 	if (end == st.i)
 		return; /* the commands themselves come from the arguments: opaque below */
 	for (j = end + 1; runs < 8; j++) {
@@ -761,25 +765,27 @@ do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, st
 		arg = j < c->argc && end < c->argc ? c->argv[j] : "\x01";
 		if (j < c->argc && !strncmp(arg, ":::", 3))
 			continue;
-		buf = hs_arena_alloc(x->a, len + strlen(arg) * 16 + 8);
+		buf = hs_arena_alloc(x->a, len + nrepl * (strlen(arg) + 3) + 8);
 		if (!buf)
 			return;
 		pos = 0;
+		replaced = 0;
 		for (i = st.i; i < end; i++) {
 			if (pos)
 				buf[pos++] = ' ';
 			for (p = c->argv[i]; *p; p++) {
 				if (p[0] == '{' && strchr(p, '}') && strchr(p, '}') - p < 8) {
-					pos += (size_t)sprintf(buf + pos, "'%s'", arg);
+					pos += (size_t)sprintf(buf + pos, *arg == HS_SH_DYN_CHAR ? "%s" : "'%s'", arg);
 					p = strchr(p, '}');
+					replaced = 1;
 				} else {
 					buf[pos++] = *p;
 				}
 			}
 		}
 		buf[pos] = '\0';
-		if (!strchr(buf, '\'') || strncmp(buf + pos - strlen(arg) - 2, "'", 1))
-			pos += (size_t)sprintf(buf + pos, " '%s'", arg);
+		if (!replaced)
+			pos += (size_t)sprintf(buf + pos, *arg == HS_SH_DYN_CHAR ? " %s" : " '%s'", arg);
 		hs_analyse_script(x, buf, pos, &c->stdin_from, produced);
 		runs++;
 		if (j >= c->argc)
@@ -790,9 +796,15 @@ do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, st
 int
 hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
 {
-	const struct hs_progdecl *d = hs_policy_decl(x->pol, c->prog);
+	const struct hs_pidx *e = hs_policy_prog(x->pol, c->prog);
+	const struct hs_progdecl *d = e ? e->decl : NULL, *sd;
 	const char *lang;
+	char key[128];
 
+	if (e && e->has_sub && c->argc > 1 && !(c->aflags[1] & HS_W_DYN) &&
+	    (size_t)snprintf(key, sizeof(key), "%s %s", c->prog, c->argv[1]) < sizeof(key) &&
+	    (sd = hs_policy_decl(x->pol, key)) && sd->runs)
+		d = sd; /* docker exec: the subcommand has a grammar of its own */
 	if (!d || !d->runs) {
 		if ((lang = interp_lang(c->prog))) {
 			do_interp(x, c, lang, produced);
