@@ -12,6 +12,7 @@
  */
 #include <fnmatch.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/safety/internal.h"
 
@@ -28,7 +29,7 @@ find_long(const struct hs_progdecl *d, const char *s, size_t n, int *ambiguous)
 	for (k = 0; k < d->nlong; k++) {
 		const struct hs_longopt *lo = &d->longs[k];
 
-		if (lo->len < n || memcmp(lo->name, s, n))
+		if (lo->len < n || (d->single_dash ? strncasecmp(lo->name, s, n) : memcmp(lo->name, s, n)))
 			continue;
 		if (lo->len == n)
 			return lo;
@@ -80,11 +81,12 @@ hs_opt_next(const struct hs_progdecl *d, const char *const *argv, int argc, stru
 		}
 		o->word = a;
 		st->i++;
-		if (a[1] == '-') {
-			eq = strchr(a + 2, '=');
+		if (a[1] == '-' || (d && d->single_dash)) {
+			a += a[1] == '-' ? 2 : 1;
+			eq = strchr(a, d && d->single_dash ? ':' : '=');
 			o->is_long = 1;
-			o->name = a + 2;
-			o->len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			o->name = a;
+			o->len = eq ? (size_t)(eq - a) : strlen(a);
 			lo = find_long(d, o->name, o->len, &amb);
 			if (lo) {
 				o->lo = lo;

@@ -67,8 +67,17 @@ parse_argv(struct mctx *m)
 	struct hs_optstate st = { .i = 1 };
 	struct hs_opt o;
 
+	const char *dyn;
+
 	/* GNU getopt order: options may follow operands, until "--". */
 	while (st.i < c->argc || st.cl) {
+		/*
+		 * -rf${Z}/: an unquoted run-time value may split the word, so
+		 * what follows it may be a word of its own.
+		 */
+		if (!st.cl && !st.dashdash && c->argv[st.i][0] == '-' && (c->aflags[st.i] & HS_W_DYN) &&
+		    (dyn = strrchr(c->argv[st.i], HS_SH_DYN_CHAR)) && dyn[1] && pa->npos < MAX_POS)
+			pa->pos[pa->npos++] = dyn + 1;
 		if (!st.dashdash && (st.cl || c->argv[st.i][0] != HS_SH_DYN_CHAR) &&
 		    hs_opt_next(m->decl, c->argv, c->argc, &st, &o)) {
 			add_opt(pa, o.name, o.len, o.is_long, o.value, o.kind != HS_OK_UNKNOWN);

@@ -387,9 +387,10 @@ static void
 opaque_opt(struct hs_actx *x, const struct hs_cmd *c, const struct hs_opt *o, const char *why)
 {
 	char msg[160];
+	size_t n = o->is_long ? strcspn(o->word, "=:") : 1;
 
-	snprintf(msg, sizeof(msg), "%s option '%s%.*s' of %s", why, o->is_long ? "--" : "-",
-		 (int)(o->len > 40 ? 40 : o->len), o->name, c->prog);
+	snprintf(msg, sizeof(msg), "%s option '%s%.*s' of %s", why, o->is_long ? "" : "-",
+		 (int)(n > 40 ? 40 : n), o->is_long ? o->word : o->name, c->prog);
 	hs_actx_opaque(x, msg);
 }
 
@@ -684,6 +685,8 @@ do_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, str
 			run_code(x, c, hs_opt_code(&o), produced);
 		else if (o.kind == HS_OK_OPAQUE)
 			opaque_opt(x, c, &o, "run-time code in");
+		else if (o.kind == HS_OK_UNKNOWN && d->complete)
+			opaque_opt(x, c, &o, "unknown");
 	}
 }
 
