@@ -65,10 +65,9 @@ hs_opt_next(const struct hs_progdecl *d, const char *const *argv, int argc, stru
 	int amb;
 
 	memset(o, 0, sizeof(*o));
-	if (st->cl && *st->cl) {
+	if (st->cl) {
 		a = st->cl;
 	} else {
-		st->cl = NULL;
 		if (st->i >= argc)
 			return 0;
 		a = argv[st->i];
@@ -109,7 +108,7 @@ hs_opt_next(const struct hs_progdecl *d, const char *const *argv, int argc, stru
 	lo = d && (unsigned char)*a < 128 ? d->sopt[(unsigned char)*a] : NULL;
 	o->lo = lo;
 	o->kind = lo ? lo->kind : HS_OK_UNKNOWN;
-	st->cl = a + 1;
+	st->cl = a[1] ? a + 1 : NULL;
 	if (takes_operand(o->kind) || o->kind == HS_OK_OPTARG) {
 		if (a[1]) {
 			o->value = a + 1;
