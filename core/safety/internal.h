@@ -181,6 +181,7 @@ struct hs_optstate {
 	int i;                  /* next word */
 	const char *cl;         /* inside a cluster of short options, or NULL */
 	int dashdash;           /* "--" was read */
+	int unknown_last;       /* resolve.c: the last option read was unknown, with no operand attached */
 };
 
 /*

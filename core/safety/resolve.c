@@ -508,6 +508,7 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 	const char *code;
 	int argv_mode = 0;
 
+	st->unknown_last = 0;
 	for (;;) {
 		if (!hs_opt_next(d, c->argv, c->argc, st, &o)) {
 			if (!ops || st->dashdash || st->i >= c->argc) {
@@ -521,6 +522,8 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 			st->i++;
 			continue;
 		}
+		/* An unknown option of a partial grammar may take the next word as its operand. */
+		st->unknown_last = o.kind == HS_OK_UNKNOWN && !st->cl && !(o.is_long && strchr(o.word, '='));
 		switch (o.kind) {
 		case HS_OK_UNKNOWN:
 			if (d->complete) {
@@ -546,6 +549,37 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 			break;
 		}
 	}
+}
+
+/*
+ * valgrind --tool memcheck ./a: with a partial grammar, the word after an
+ * unknown option is either its operand or the command.  The command was
+ * analysed as the word at i; analyse the other reading too, by reading
+ * the wrapper again without that word.
+ */
+static void
+other_reading(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, int i, struct hs_progset *produced)
+{
+	const char **argv;
+	unsigned *flags;
+	int n = 0, k;
+
+	if (i >= c->argc)
+		return;
+	argv = hs_arena_alloc(x->a, sizeof(*argv) * (size_t)c->argc);
+	flags = hs_arena_alloc(x->a, sizeof(*flags) * (size_t)c->argc);
+	if (!argv || !flags) {
+		hs_actx_opaque(x, "command too large to analyse");
+		return;
+	}
+	for (k = 0; k < c->argc; k++) {
+		if (k == i)
+			continue;
+		argv[n] = c->argv[k];
+		flags[n++] = c->aflags[k];
+	}
+	(void)d;
+	hs_analyse_argv(x, argv, flags, n, c, produced);
 }
 
 /* A copy of c with env extended by the NAME=VALUE words argv[from..to). */
@@ -595,6 +629,8 @@ do_command(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, str
 	r = read_options(x, c, d, &st, NULL, NULL, 0, produced);
 	if (r == 1)
 		return;
+	if (st.unknown_last && !st.dashdash)
+		other_reading(x, c, d, st.i, produced);
 	/* GNU env reads a lone "-" as -i. */
 	if (!strcmp(c->prog, "env") && st.i < c->argc && !strcmp(c->argv[st.i], "-"))
 		st.i++;
@@ -755,6 +791,8 @@ do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, st
 
 	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1)
 		return;
+	if (st.unknown_last && !st.dashdash)
+		other_reading(x, c, d, st.i, produced);
 	for (end = st.i; end < c->argc && strncmp(c->argv[end], ":::", 3); end++) {
 		len += strlen(c->argv[end]) + 1;
 		for (p = c->argv[end]; (p = strchr(p, '{')); p++)
