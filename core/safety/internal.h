@@ -115,6 +115,7 @@ struct hs_progdecl {
 	int assigns;                   /* words holding '=' before the command are assignments */
 	int complete;                  /* "options" lists every option: unknown ones are errors */
 	int single_dash;               /* long options start with one dash, any case (pwsh -Command) */
+	int last_wins;                 /* of several code options only the last runs (su -c) */
 	const char *sub;               /* the wrapper only with this subcommand ("run" for uv run) */
 	int writes;                    /* enum hs_writes */
 	const char *writes_key;        /* HS_WR_KV: "of" for dd of=... */

@@ -109,37 +109,47 @@ add_subst(struct hs_sh_parser *p, struct hs_sh_word *w, int kind, struct hs_sh_n
 }
 
 /* $'...': the ANSI-C quoting bash offers, decoded the way bash does. */
+/* One character of $'...': bash ends the string at a NUL (\0, \x00, \c@), keeping what came before. */
+static void
+aput(struct hs_sh_parser *p, struct sb *b, int *cut, char c)
+{
+	if (!c)
+		*cut = 1;
+	if (!*cut)
+		sb_put(p, b, c);
+}
+
 static void
 lex_ansi(struct hs_sh_parser *p, struct sb *b)
 {
 	const char *s = p->s;
 	size_t n = p->n;
 	unsigned long v;
-	int k, d;
+	int k, d, cut = 0;
 
 	p->i += 2;
 	while (p->i < n && s[p->i] != '\'' && !p->err) {
 		if (s[p->i] != '\\' || p->i + 1 >= n) {
-			sb_put(p, b, s[p->i++]);
+			aput(p, b, &cut, s[p->i++]);
 			continue;
 		}
 		p->i++;
 		switch (s[p->i]) {
-		case 'a': sb_put(p, b, '\a'); p->i++; break;
-		case 'b': sb_put(p, b, '\b'); p->i++; break;
-		case 'e': case 'E': sb_put(p, b, '\x1b'); p->i++; break;
-		case 'f': sb_put(p, b, '\f'); p->i++; break;
-		case 'n': sb_put(p, b, '\n'); p->i++; break;
-		case 'r': sb_put(p, b, '\r'); p->i++; break;
-		case 't': sb_put(p, b, '\t'); p->i++; break;
-		case 'v': sb_put(p, b, '\v'); p->i++; break;
+		case 'a': aput(p, b, &cut, '\a'); p->i++; break;
+		case 'b': aput(p, b, &cut, '\b'); p->i++; break;
+		case 'e': case 'E': aput(p, b, &cut, '\x1b'); p->i++; break;
+		case 'f': aput(p, b, &cut, '\f'); p->i++; break;
+		case 'n': aput(p, b, &cut, '\n'); p->i++; break;
+		case 'r': aput(p, b, &cut, '\r'); p->i++; break;
+		case 't': aput(p, b, &cut, '\t'); p->i++; break;
+		case 'v': aput(p, b, &cut, '\v'); p->i++; break;
 		case '\\': case '\'': case '"': case '?':
-			sb_put(p, b, s[p->i++]);
+			aput(p, b, &cut, s[p->i++]);
 			break;
 		case 'c':
 			p->i++;
 			if (p->i < n)
-				sb_put(p, b, (char)(s[p->i++] & 0x1f));
+				aput(p, b, &cut, (char)(s[p->i++] & 0x1f));
 			break;
 		case 'x': case 'u': case 'U': {
 			int max = s[p->i] == 'x' ? 2 : s[p->i] == 'u' ? 4 : 8;
@@ -150,11 +160,13 @@ lex_ansi(struct hs_sh_parser *p, struct sb *b)
 			for (k = 0; k < max && p->i < n && (d = hexval((unsigned char)s[p->i])) >= 0; k++, p->i++)
 				v = v * 16 + (unsigned long)d;
 			if (k == 0) {
-				sb_put(p, b, '\\');
-				sb_put(p, b, s[p->i - 1]);
+				aput(p, b, &cut, '\\');
+				aput(p, b, &cut, s[p->i - 1]);
 			} else if (is_x) {
-				sb_put(p, b, (char)v);
-			} else {
+				aput(p, b, &cut, (char)v);
+			} else if (v == 0) {
+				cut = 1;
+			} else if (!cut) {
 				sb_utf8(p, b, v > 0x10ffff ? 0xfffd : v);
 			}
 			break;
@@ -164,10 +176,10 @@ lex_ansi(struct hs_sh_parser *p, struct sb *b)
 				v = 0;
 				for (k = 0; k < 3 && p->i < n && s[p->i] >= '0' && s[p->i] <= '7'; k++, p->i++)
 					v = v * 8 + (unsigned long)(s[p->i] - '0');
-				sb_put(p, b, (char)v);
+				aput(p, b, &cut, (char)v);
 			} else {
-				sb_put(p, b, '\\');
-				sb_put(p, b, s[p->i++]);
+				aput(p, b, &cut, '\\');
+				aput(p, b, &cut, s[p->i++]);
 			}
 		}
 	}

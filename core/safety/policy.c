@@ -436,6 +436,8 @@ load_grammar(struct load *l, const config_setting_t *e, struct hs_progdecl *d)
 		d->assigns = v;
 	if (config_setting_lookup_bool(e, "single_dash_long", &v) == CONFIG_TRUE)
 		d->single_dash = v;
+	if (config_setting_lookup_bool(e, "last_wins", &v) == CONFIG_TRUE)
+		d->last_wins = v;
 	if (config_setting_lookup_string(e, "subcommand", &w) == CONFIG_TRUE && !(d->sub = pstrdup(l->p, w)))
 		return fail(l, "out of memory");
 	return 0;

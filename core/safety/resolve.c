@@ -405,6 +405,8 @@ run_code(struct hs_actx *x, struct hs_cmd *c, const char *code, struct hs_progse
 /*
  * env -S STRING: split as GNU env does (quotes, \_ for a blank, \c ends the
  * string, # starts a comment at a word) into words put where STRING was.
+ * Returns the number of words, -1 when it cannot be split here, -2 when
+ * env itself refuses the string.
  */
 static int
 env_split(struct hs_actx *x, const char *s, const char **out, unsigned *flags, int max)
@@ -453,14 +455,12 @@ env_split(struct hs_actx *x, const char *s, const char **out, unsigned *flags, i
 					*s == 'v' ? '\v' : *s;
 			}
 		} else if (*s == '$' && q != '\'') {
-			/* ${VAR} is the environment's: a run-time value. */
+			/* Only ${VAR} is expanded (from the environment: a run-time value); env refuses any other $. */
+			if (s[1] != '{' || !strchr(s, '}'))
+				return -2;
 			*o++ = HS_SH_DYN_CHAR;
 			flags[n - 1] |= HS_W_DYN;
-			if (s[1] == '{')
-				while (s[1] && s[1] != '}')
-					s++;
-			if (s[1])
-				s++;
+			s = strchr(s, '}');
 		} else {
 			*o++ = *s;
 		}
@@ -482,6 +482,8 @@ run_split(struct hs_actx *x, struct hs_cmd *c, const char *str, int rest, struct
 	argv[0] = c->argv[0];
 	flags[0] = 0;
 	n = strchr(str, HS_SH_DYN_CHAR) ? -1 : env_split(x, str, argv + 1, flags + 1, 200);
+	if (n == -2)
+		return; /* env stops with an error: nothing runs */
 	if (n < 0) {
 		hs_actx_opaque(x, "env -S string that cannot be split");
 		return;
@@ -505,7 +507,7 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 	     int *ops, int *nops, int maxops, struct hs_progset *produced)
 {
 	struct hs_opt o;
-	const char *code;
+	const char *code, *last = NULL;
 	int argv_mode = 0;
 
 	st->unknown_last = 0;
@@ -515,6 +517,8 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 				if (ops && st->dashdash)
 					while (st->i < c->argc && *nops < maxops)
 						ops[(*nops)++] = st->i++;
+				if (last)
+					run_code(x, c, last, produced);
 				return argv_mode ? 2 : 0;
 			}
 			if (*nops < maxops)
@@ -532,7 +536,9 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 			}
 			break;
 		case HS_OK_CODE:
-			if ((code = hs_opt_code(&o)))
+			if ((code = hs_opt_code(&o)) && d->last_wins)
+				last = code;
+			else if (code)
 				run_code(x, c, code, produced);
 			break;
 		case HS_OK_SPLIT:

@@ -398,6 +398,13 @@ test_wrapper_grammars(void **s)
 	DENY("nsenter -t 1 -m rm -rf /");
 	ASK("pwsh -enc AAAA");
 	ASK("git reset --har");
+	/* su keeps the last -c; $'\0' ends a $'...' string; env -0 or a bare $ in -S runs nothing. */
+	DENY("su -c ls --command='rm -rf /' root");
+	assert_int_not_equal(verdict("su -c 'rm -rf /' --comm ls root"), HS_VERDICT_DENY);
+	DENY("r$'\\0'm -rf /");
+	DENY("env --s$'\\c@'='rm -rf /'");
+	ALLOW("env -0S 'rm -rf /'");
+	ALLOW("env -S '$(rm -rf /)'");
 	ALLOW("env FOO=1 make");
 	ALLOW("sudo -u www-data ls");
 	ALLOW("git reset --soft HEAD~1");
