@@ -418,8 +418,16 @@ lex_brace_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int 
 static void
 lex_dollar(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int in_dq)
 {
-	char c1 = p->i + 1 < p->n ? p->s[p->i + 1] : '\0';
-	size_t st;
+	size_t st, j = p->i + 1;
+	char c1;
+
+	/* $\<newline>'...': a line continuation vanishes before the shell reads the word. */
+	while (j + 1 < p->n && p->s[j] == '\\' && p->s[j + 1] == '\n')
+		j += 2;
+	c1 = j < p->n ? p->s[j] : '\0';
+	if (j != p->i + 1 && (c1 == '\'' || c1 == '"' || c1 == '(' || c1 == '{' || is_name_start((unsigned char)c1) ||
+			      (c1 && strchr("0123456789@*#?$!-", c1))))
+		p->i = j - 1; /* the branches below step over "$" and c1 by offset */
 
 	if (c1 == '\'' && !in_dq) {
 		w->flags |= HS_W_QUOTED;

@@ -426,6 +426,9 @@ test_parser_forms(void **s)
 	ASK("IFS=/; rm -rf ${X}");
 	DENY("bash {fd}>out -c 'rm -rf /'");
 	DENY("printf <(printf hi)#x; rm -rf /");
+	/* $\<newline>'...' is $'...': the # inside it is quoted, the one after it a comment. */
+	DENY("printf '%s' $\\\n'\\' #'; rm -rf /");
+	ALLOW("printf '%s' $\\\n'it\\'s' # comment; rm -rf /");
 	ASK("D=/usr; $D/bin/r? -rf /");
 	DENY("X=/; rm -rf \"$X\"");
 	DENY("D=/usr; $D/bin/rm -rf /");
