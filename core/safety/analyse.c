@@ -361,6 +361,48 @@ count_words(const struct hs_sh_word *w)
 	return n;
 }
 
+/*
+ * Variables whose value a shell runs (PROMPT_COMMAND) or expands with
+ * command substitution (PS0/PS1/PS2/PS4 for prompts and xtrace, BASH_ENV
+ * and ENV for start-up files): the code is analysed where it is assigned.
+ */
+void
+hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n)
+{
+	static const char *const expanded[] = { "PS0=", "PS1=", "PS2=", "PS4=", "BASH_ENV=", "ENV=", NULL };
+	static const char delim[] = "__HS_EXPANDED_VALUE__";
+	struct hs_progset ignored = { .n = 0 };
+	const char *const *k;
+	const char *v;
+	char *text;
+	size_t l;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		v = env[i];
+		if (v[0] != 'P' && v[0] != 'B' && v[0] != 'E')
+			continue;
+		if (!strncmp(v, "PROMPT_COMMAND=", 15)) {
+			hs_analyse_script(x, v + 15, strlen(v + 15), NULL, &ignored);
+			continue;
+		}
+		for (k = expanded; *k && strncmp(v, *k, strlen(*k)); k++)
+			;
+		if (!*k || !strpbrk(v, "$`"))
+			continue;
+		/* Expanded as a heredoc body would be: only the substitutions run. */
+		v += strlen(*k);
+		l = strlen(v) + 2 * sizeof(delim) + 16;
+		text = hs_arena_alloc(x->a, l);
+		if (!text) {
+			hs_actx_opaque(x, "command too large to analyse");
+			return;
+		}
+		snprintf(text, l, ": <<%s\n%s\n%s\n", delim, v, delim);
+		hs_analyse_script(x, text, strlen(text), NULL, &ignored);
+	}
+}
+
 /* Prefix assignments and export-style builtins put NAME=VALUE in the environment. */
 static const char **
 collect_env(struct hs_actx *x, const struct hs_sh_node *n, int *nenv)
@@ -440,6 +482,8 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 	}
 	argv[argc] = NULL;
 	env = collect_env(x, n, &nenv);
+	if (nenv)
+		hs_analyse_env_code(x, env, nenv);
 	if (argc == 0) {
 		match_bare(x, n->redirs, env, nenv);
 		return;

@@ -102,6 +102,7 @@ struct hs_longopt {
 enum hs_runs {
 	HS_RUN_NONE = 0, HS_RUN_COMMAND, HS_RUN_SHELL, HS_RUN_EVAL, HS_RUN_SOURCE, HS_RUN_FIND, HS_RUN_XARGS,
 	HS_RUN_WATCH, HS_RUN_SU, HS_RUN_SSH, HS_RUN_PARALLEL, HS_RUN_STDIN, HS_RUN_OPTIONS, HS_RUN_DASHDASH,
+	HS_RUN_CODE_OPERAND,
 };
 
 /* How a program's argv reads: its option grammar, what it runs and what it writes. */
@@ -279,6 +280,8 @@ struct hs_actx {
 #define HS_ANALYSE_MAX_STEPS 20000
 
 void hs_actx_opaque(struct hs_actx *x, const char *reason);
+/* NAME=VALUE words whose value a shell runs or expands later (PROMPT_COMMAND, PS4, BASH_ENV...). */
+void hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n);
 /* Parse text and analyse it; adds what ran to produced (may be NULL). */
 void hs_analyse_script(struct hs_actx *x, const char *text, size_t len,
 		       const struct hs_progset *stdin_from, struct hs_progset *produced);

@@ -256,6 +256,46 @@ lex_cmdsubst(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int kin
 	sb_put(p, b, HS_SH_DYN_CHAR);
 }
 
+/*
+ * Arithmetic and array bodies are not words, but bash expands what is in
+ * them ($((a[$(cmd)])), x=( $(cmd) )): lex s[from..to) for the
+ * substitutions it holds, attaching them to w.
+ */
+static void
+lex_slice_subs(struct hs_sh_parser *p, struct hs_sh_word *w, size_t from, size_t to, int as_words)
+{
+	struct hs_sh_parser sub;
+	struct sb scratch = { .a = p->a };
+	struct hs_sh_word *e;
+	struct hs_sh_subst **tail;
+	size_t at;
+
+	hs_sh_parser_init(&sub, p->a, p->s + from, to - from, p->depth + 1);
+	sub.vars = p->vars;
+	sub.ifs_set = p->ifs_set;
+	if (!as_words) {
+		lex_dq(&sub, &scratch, w, 1);
+	} else {
+		while (sub.i < sub.n && !sub.err) {
+			hs_sh_skip_blanks(&sub);
+			if (sub.i < sub.n && (sub.s[sub.i] == '\n' || hs_sh_is_meta((unsigned char)sub.s[sub.i]))) {
+				sub.i++;
+				continue;
+			}
+			at = sub.i;
+			for (e = hs_sh_lex_word(&sub); e; e = e->next) {
+				for (tail = &w->subs; *tail; tail = &(*tail)->next)
+					;
+				*tail = e->subs;
+			}
+			if (sub.i == at)
+				sub.i++;
+		}
+	}
+	if (sub.err)
+		hs_sh_fail(p, sub.errmsg);
+}
+
 /* $((...)): arithmetic; returns 0 when the text is not arithmetic after all. */
 static int
 lex_arith(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
@@ -269,6 +309,7 @@ lex_arith(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
 		} else if (p->s[j] == ')') {
 			if (depth == 0) {
 				if (j + 1 < p->n && p->s[j + 1] == ')') {
+					lex_slice_subs(p, w, p->i + 3, j, 0);
 					p->i = j + 2;
 					w->flags |= HS_W_DYN;
 					sb_put(p, b, HS_SH_DYN_CHAR);
@@ -810,6 +851,8 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 				w->flags |= HS_W_ASSIGN;
 				/* NAME=(a b c): an array assignment; keep it as one word. */
 				if (p->i < p->n && p->s[p->i] == '(') {
+					size_t open = p->i;
+
 					depth = 0;
 					for (; p->i < p->n; p->i++) {
 						if (p->s[p->i] == '(')
@@ -821,6 +864,9 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 						hs_sh_fail(p, "unterminated array assignment");
 						return NULL;
 					}
+					lex_slice_subs(p, w, open + 1, p->i, 1);
+					if (p->err)
+						return NULL;
 					p->i++;
 					w->flags |= HS_W_DYN;
 					sb_put(p, &b, HS_SH_DYN_CHAR);
@@ -946,4 +992,18 @@ hs_sh_note_assigns(struct hs_sh_parser *p, const struct hs_sh_word *assigns, con
 		if (nl && (nl == w->len || w->s[nl] == '=') && (p->vars || (nl == 3 && !memcmp(w->s, "IFS", 3))))
 			set_var(p, w->s, nl, NULL);
 	}
+}
+
+struct hs_sh_word *
+hs_sh_lex_arith_body(struct hs_sh_parser *p, size_t from, size_t to)
+{
+	struct hs_sh_word *w = hs_sh_word_lit(p->a, "\x01", 1);
+
+	if (!w) {
+		hs_sh_fail(p, "input too large");
+		return NULL;
+	}
+	w->flags |= HS_W_DYN;
+	lex_slice_subs(p, w, from, to, 0);
+	return p->err ? NULL : w;
 }

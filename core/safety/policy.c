@@ -324,7 +324,7 @@ load_pathsets(struct load *l, const config_setting_t *g)
 }
 
 static const char *const runs_names[] = { "", "command", "shell", "eval", "source", "find", "xargs", "watch",
-	"su", "ssh", "parallel", "stdin", "options", "dashdash", NULL };
+	"su", "ssh", "parallel", "stdin", "options", "dashdash", "code-operand", NULL };
 static const char *const tag_names[] = { "", "", "", "", "code", "split", "stop", "opaque", "argv", NULL };
 
 /* One "options" entry: -x, -x:, -x::, --name: code KEY=PREFIX..., -x stop (see hs-policy(5)). */

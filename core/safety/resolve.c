@@ -646,6 +646,7 @@ do_command(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, str
 	       !(c->aflags[st.i] & HS_W_DYN && c->argv[st.i][0] == HS_SH_DYN_CHAR))
 		st.i++;
 	add_env(x, c, &in, a0, st.i);
+	hs_analyse_env_code(x, c->argv + a0, st.i - a0);
 	if (!strcmp(c->prog, "xargs")) {
 		do_xargs(x, c, st.i, produced);
 		return;
@@ -840,6 +841,17 @@ do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, st
 	}
 }
 
+/* trap 'CODE' SIGNAL...: the first operand is code the shell runs later. */
+static void
+do_code_operand(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
+{
+	struct hs_optstate st = { .i = 1 };
+
+	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1 || st.i >= c->argc)
+		return;
+	run_code_words(x, c, st.i, st.i + 1, produced);
+}
+
 int
 hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
 {
@@ -893,6 +905,9 @@ hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produ
 		break;
 	case HS_RUN_DASHDASH:
 		do_dashdash(x, c, d, produced);
+		break;
+	case HS_RUN_CODE_OPERAND:
+		do_code_operand(x, c, d, produced);
 		break;
 	default:
 		do_command(x, c, d, produced);

@@ -180,6 +180,8 @@ struct hs_sh_word *hs_sh_lex_word(struct hs_sh_parser *p);
 struct hs_sh_word *hs_sh_lex_heredoc(struct hs_sh_parser *p, const char *s, size_t n);
 /* Record the assignments of a finished simple command (parse.c). */
 void hs_sh_note_assigns(struct hs_sh_parser *p, const struct hs_sh_word *assigns, const struct hs_sh_word *words);
+/* A run-time word holding the substitutions of the arithmetic text p->s[from..to). */
+struct hs_sh_word *hs_sh_lex_arith_body(struct hs_sh_parser *p, size_t from, size_t to);
 /* A word holding s[0..n) literally. */
 struct hs_sh_word *hs_sh_word_lit(struct hs_arena *a, const char *s, size_t n);
 

@@ -439,6 +439,16 @@ test_parser_forms(void **s)
 	ASK("bash <<EOF\n$CODE\nEOF");
 	ASK("ssh host <<EOF\n$CODE\nEOF");
 	ASK("echo \"$CODE\" | sh");
+	/* What bash expands or keeps to run later: arithmetic, arrays, coproc, trap, prompt variables. */
+	DENY("echo $(( a[$(rm -rf /)] ))");
+	DENY("(( x = $(rm -rf /) ))");
+	DENY("x=( $(rm -rf /) )");
+	DENY("coproc X { rm -rf /; }");
+	DENY("trap 'rm -rf /' EXIT");
+	DENY("PS4='$(rm -rf /)' bash -xc true");
+	DENY("export PROMPT_COMMAND='rm -rf /'");
+	ALLOW("for ((i=0;i<3;i++)); do echo $i; done");
+	ALLOW("trap 'rm -f /tmp/x.lock' EXIT");
 	ALLOW("X=/tmp/build; rm -rf \"$X\"");
 	ALLOW("echo \"a${IFS}b\"");
 	ALLOW("[ -f x ] && echo y");
