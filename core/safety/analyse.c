@@ -362,14 +362,20 @@ count_words(const struct hs_sh_word *w)
 }
 
 /*
- * Variables whose value a shell runs (PROMPT_COMMAND) or expands with
- * command substitution (PS0/PS1/PS2/PS4 for prompts and xtrace, BASH_ENV
- * and ENV for start-up files): the code is analysed where it is assigned.
+ * Variables whose value a shell or another program runs (PROMPT_COMMAND,
+ * GIT_SSH_COMMAND, PAGER, EDITOR, LESSOPEN...) or expands with command
+ * substitution (PS0/PS1/PS2/PS4 for prompts and xtrace, BASH_ENV and ENV
+ * for start-up files): the code is analysed where it is assigned.
  */
 void
 hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n)
 {
 	static const char *const expanded[] = { "PS0=", "PS1=", "PS2=", "PS4=", "BASH_ENV=", "ENV=", NULL };
+	/* Commands other programs run: git and ssh helpers, pagers, editors, less's input filter. */
+	static const char *const code[] = { "PROMPT_COMMAND=", "GIT_SSH_COMMAND=", "GIT_SSH=", "GIT_PAGER=", "PAGER=",
+		"MANPAGER=", "SYSTEMD_PAGER=", "GIT_EDITOR=", "EDITOR=", "VISUAL=", "GIT_EXTERNAL_DIFF=", "GIT_ASKPASS=",
+		"SSH_ASKPASS=", "SUDO_ASKPASS=", "RSYNC_RSH=", "BROWSER=", "LESSOPEN=", "LESSCLOSE=",
+		"GIT_PROXY_COMMAND=", NULL };
 	static const char delim[] = "__HS_EXPANDED_VALUE__";
 	struct hs_progset ignored = { .n = 0 };
 	const char *const *k;
@@ -380,10 +386,14 @@ hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n)
 
 	for (i = 0; i < n; i++) {
 		v = env[i];
-		if (v[0] != 'P' && v[0] != 'B' && v[0] != 'E')
+		if (!strchr("PBEGMSVRL", v[0]))
 			continue;
-		if (!strncmp(v, "PROMPT_COMMAND=", 15)) {
-			hs_analyse_script(x, v + 15, strlen(v + 15), NULL, &ignored);
+		for (k = code; *k && strncmp(v, *k, strlen(*k)); k++)
+			;
+		if (*k) {
+			v += strlen(*k);
+			v += strspn(v, "|"); /* LESSOPEN="|filter %s" */
+			hs_analyse_script(x, v, strlen(v), NULL, &ignored);
 			continue;
 		}
 		for (k = expanded; *k && strncmp(v, *k, strlen(*k)); k++)

@@ -124,7 +124,7 @@ const char *
 hs_opt_code(const struct hs_opt *o)
 {
 	const char *const *w;
-	const char *eq, *weq;
+	const char *eq, *weq, *val;
 	char key[128];
 	size_t kl;
 
@@ -132,8 +132,10 @@ hs_opt_code(const struct hs_opt *o)
 		return NULL;
 	if (!o->lo || !o->lo->when)
 		return o->value;
-	/* KEY=VALUE operands (git -c, tar --checkpoint-action): only some keys run code. */
-	eq = strchr(o->value, '=');
+	/* KEY=VALUE operands (git -c, tar --checkpoint-action): only some keys run code; ssh -o also takes "KEY VALUE". */
+	eq = o->value + strcspn(o->value, "= \t");
+	if (!*eq)
+		eq = NULL;
 	if (!eq || (size_t)(eq - o->value) >= sizeof(key))
 		return NULL;
 	kl = (size_t)(eq - o->value);
@@ -147,8 +149,13 @@ hs_opt_code(const struct hs_opt *o)
 			continue;
 		memcpy(pat, *w, (size_t)(weq - *w));
 		pat[weq - *w] = '\0';
-		if (!fnmatch(pat, key, FNM_CASEFOLD) && !strncmp(eq + 1, weq + 1, strlen(weq + 1)))
-			return eq + 1 + strlen(weq + 1);
+		if (fnmatch(pat, key, FNM_CASEFOLD))
+			continue;
+		val = eq + 1;
+		if (*eq != '=')
+			val += strspn(val, " \t=");
+		if (!strncmp(val, weq + 1, strlen(weq + 1)))
+			return val + strlen(weq + 1);
 	}
 	return NULL;
 }
