@@ -405,6 +405,11 @@ test_wrapper_grammars(void **s)
 	DENY("env --s$'\\c@'='rm -rf /'");
 	ALLOW("env -0S 'rm -rf /'");
 	ALLOW("env -S '$(rm -rf /)'");
+	DENY("ssh -o 'ProxyCommand rm -rf /' host");
+	DENY("rsync -e 'rm -rf /' a b:");
+	DENY("GIT_SSH_COMMAND='rm -rf /' git fetch");
+	ALLOW("rsync -av -e ssh src/ host:dst/");
+	ALLOW("EDITOR=vim git commit");
 	ALLOW("env FOO=1 make");
 	ALLOW("sudo -u www-data ls");
 	ALLOW("git reset --soft HEAD~1");
