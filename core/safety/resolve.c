@@ -564,7 +564,7 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
  * the wrapper again without that word.
  */
 static void
-other_reading(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, int i, struct hs_progset *produced)
+other_reading(struct hs_actx *x, struct hs_cmd *c, int i, struct hs_progset *produced)
 {
 	const char **argv;
 	unsigned *flags;
@@ -584,7 +584,6 @@ other_reading(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, 
 		argv[n] = c->argv[k];
 		flags[n++] = c->aflags[k];
 	}
-	(void)d;
 	hs_analyse_argv(x, argv, flags, n, c, produced);
 }
 
@@ -636,7 +635,7 @@ do_command(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, str
 	if (r == 1)
 		return;
 	if (st.unknown_last && !st.dashdash)
-		other_reading(x, c, d, st.i, produced);
+		other_reading(x, c, st.i, produced);
 	/* GNU env reads a lone "-" as -i. */
 	if (!strcmp(c->prog, "env") && st.i < c->argc && !strcmp(c->argv[st.i], "-"))
 		st.i++;
@@ -784,7 +783,8 @@ do_dashdash(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, st
 /*
  * parallel [opts] COMMAND ::: ARGS: each argument, quoted, replaces {} (or
  * is appended), and the line is run by a shell.  With no ::: the
- * arguments come from stdin: run-time values.
+ * arguments come from stdin: run-time values.  With no COMMAND the
+ * arguments (or the lines of stdin) are the commands.
  */
 static void
 do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
@@ -799,14 +799,21 @@ do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, st
 	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1)
 		return;
 	if (st.unknown_last && !st.dashdash)
-		other_reading(x, c, d, st.i, produced);
+		other_reading(x, c, st.i, produced);
 	for (end = st.i; end < c->argc && strncmp(c->argv[end], ":::", 3); end++) {
 		len += strlen(c->argv[end]) + 1;
 		for (p = c->argv[end]; (p = strchr(p, '{')); p++)
 			nrepl++;
 	}
-	if (end == st.i)
-		return; /* the commands themselves come from the arguments: opaque below */
+	if (end == st.i) {
+		/* No command: each argument (after :::, else each line of stdin) is one. */
+		if (end >= c->argc)
+			run_stdin(x, c, NULL, produced);
+		for (j = end + 1; j < c->argc; j++)
+			if (strncmp(c->argv[j], ":::", 3))
+				run_code_words(x, c, j, j + 1, produced);
+		return;
+	}
 	for (j = end + 1; runs < 8; j++) {
 		if (end < c->argc && !strncmp(c->argv[end], "::::", 4))
 			j = c->argc; /* arguments from files */
