@@ -36,6 +36,10 @@ hs_analyse_tail(struct hs_actx *x, const struct hs_cmd *c, int from, struct hs_p
 	in.argc = c->argc - from;
 	in.script_from.n = 0;
 	av = in.argv[0];
+	if ((in.aflags[0] & HS_W_GLOB) && strcmp(av, "[")) {
+		hs_actx_opaque(x, "program name is a glob pattern");
+		return;
+	}
 	if (in.aflags[0] & HS_W_DYN) {
 		slash = strrchr(av, '/');
 		if (!slash || !slash[1] || strchr(slash, HS_SH_DYN_CHAR)) {
