@@ -414,12 +414,22 @@ load_grammar(struct load *l, const config_setting_t *e, struct hs_progdecl *d)
 		int is_short = spec[0] == '-' && spec[1] != '-';
 		struct hs_longopt *lo = is_short ? &pool[args.n + opts.n + 1 + k] : &pool[d->nlong];
 
+		size_t j;
+
 		if (add_option(l, d, lo, spec, k < args.n))
 			return -1;
-		if (!is_short)
+		if (is_short) {
+			if ((unsigned char)lo->name[0] < 128)
+				d->sopt[(unsigned char)lo->name[0]] = lo;
+			continue;
+		}
+		/* Named again (in "options" after "arg_options"): the later entry says what it is. */
+		for (j = 0; j < d->nlong && strcmp(d->longs[j].name, lo->name); j++)
+			;
+		if (j < d->nlong)
+			d->longs[j] = *lo;
+		else
 			d->nlong++;
-		else if ((unsigned char)lo->name[0] < 128)
-			d->sopt[(unsigned char)lo->name[0]] = lo;
 	}
 	s = config_setting_get_member(e, "runs");
 	if (s) {
