@@ -41,6 +41,17 @@ hs_progset_merge(struct hs_progset *s, const struct hs_progset *o)
 		hs_progset_add(s, o->p[i]);
 }
 
+int
+hs_is_glob(const char *s)
+{
+	const char *b;
+
+	if (strpbrk(s, "*?"))
+		return 1;
+	/* "[" alone (test) or "\e[31m" is no pattern: a bracket expression needs its "]". */
+	return (b = strchr(s, '[')) && strchr(b + 1, ']');
+}
+
 const char *
 hs_basename(const char *s)
 {
@@ -508,7 +519,7 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 			return;
 		}
 	}
-	if ((aflags[0] & HS_W_GLOB) && strcmp(av, "[")) {
+	if ((aflags[0] & HS_W_GLOB) && hs_is_glob(av)) {
 		/* /usr/bin/r? becomes whatever file matches: rm, perhaps. */
 		hs_actx_opaque(x, "program name is a glob pattern");
 		return;

@@ -53,7 +53,8 @@ find_long(const struct hs_progdecl *d, const char *s, size_t n, int *ambiguous)
 static int
 takes_operand(int kind)
 {
-	return kind == HS_OK_ARG || kind == HS_OK_CODE || kind == HS_OK_SPLIT || kind == HS_OK_OPAQUE;
+	return kind == HS_OK_ARG || kind == HS_OK_CODE || kind == HS_OK_SPLIT || kind == HS_OK_OPAQUE ||
+	       kind == HS_OK_INT;
 }
 
 int

@@ -89,6 +89,7 @@ enum hs_optkind {
 	HS_OK_STOP,        /* nothing runs (sudo -l, command -v) */
 	HS_OK_OPAQUE,      /* what runs cannot be known (pwsh -EncodedCommand) */
 	HS_OK_ARGV,        /* the rest of the words is a command (watch -x) */
+	HS_OK_INT,         /* an integer operand; anything else and the program refuses to run (nice -n) */
 };
 
 struct hs_longopt {
@@ -117,6 +118,7 @@ struct hs_progdecl {
 	int complete;                  /* "options" lists every option: unknown ones are errors */
 	int single_dash;               /* long options start with one dash, any case (pwsh -Command) */
 	int last_wins;                 /* of several code options only the last runs (su -c) */
+	const char *operand_glob;      /* HS_RUN_COMMAND: the first operand must match, or nothing runs */
 	const char *sub;               /* the wrapper only with this subcommand ("run" for uv run) */
 	int writes;                    /* enum hs_writes */
 	const char *writes_key;        /* HS_WR_KV: "of" for dd of=... */
@@ -291,6 +293,8 @@ void hs_analyse_argv(struct hs_actx *x, const char **argv, const unsigned *aflag
 /* The same for a tail of an existing command (a wrapper's payload). */
 void hs_analyse_tail(struct hs_actx *x, const struct hs_cmd *c, int from, struct hs_progset *produced);
 const char *hs_basename(const char *s);
+/* 1 when an (unquoted) word would be a glob pattern to bash: * or ?, or [ with a ] after it. */
+int hs_is_glob(const char *s);
 
 /* ---- wrappers and payloads (resolve.c, interp.c) ---- */
 

@@ -402,6 +402,48 @@ put_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, const char
 	put_dyn(p, b, w, in_dq);
 }
 
+/* Digits at s[*i], as a number (capped); -1 when there are none. */
+static long
+read_num(const struct hs_sh_parser *p, size_t *i)
+{
+	long v = -1;
+
+	while (*i < p->n && isdigit((unsigned char)p->s[*i]) && v < 100000)
+		v = (v < 0 ? 0 : v * 10) + (p->s[(*i)++] - '0');
+	return v;
+}
+
+/*
+ * ${IFS:OFF} and ${IFS:OFF:LEN} with the default IFS (" \t\n") are blanks,
+ * so they split the word as $IFS does.  Returns 1 when handled.
+ */
+static int
+ifs_substring(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, size_t start, size_t nend, int in_dq)
+{
+	size_t i = nend + 1;
+	long off, len = 3;
+
+	if (p->ifs_set || nend - start != 3 || memcmp(p->s + start, "IFS", 3) || nend >= p->n || p->s[nend] != ':')
+		return 0;
+	off = read_num(p, &i);
+	if (off < 0)
+		off = 0; /* ${IFS::1} */
+	if (i < p->n && p->s[i] == ':') {
+		i++;
+		len = read_num(p, &i);
+		if (len < 0)
+			return 0;
+	}
+	if (i >= p->n || p->s[i] != '}')
+		return 0;
+	p->i = i + 1;
+	if (off < 3 && len > 0) {
+		sb_put(p, b, in_dq ? ' ' : IFS_MARK);
+		w->flags |= in_dq ? 0 : W_IFS;
+	}
+	return 1;
+}
+
 static void
 lex_brace_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int in_dq)
 {
@@ -419,6 +461,8 @@ lex_brace_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int 
 		p->i = nend + 1;
 		return;
 	}
+	if (ifs_substring(p, b, w, start, nend, in_dq))
+		return;
 	/* Operators such as ${x:-$(cmd)} may hide commands: lex what is inside. */
 	while (p->i < p->n && !p->err) {
 		c = p->s[p->i];

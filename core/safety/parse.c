@@ -379,6 +379,37 @@ parse_dbracket(struct hs_sh_parser *p, struct hs_sh_node *n)
 			return n;
 		}
 		c = p->s[p->i];
+		if (w->len == 2 && !memcmp(w->s, "=~", 2)) {
+			/* The regex after =~ is one word, parentheses (and a # after them) included. */
+			size_t start = p->i;
+			int depth = 0;
+
+			for (; p->i < p->n; p->i++) {
+				c = p->s[p->i];
+				if (depth == 0 && (c == ' ' || c == '\t' || c == '\n'))
+					break;
+				if (c == '\\' && p->i + 1 < p->n) {
+					p->i++;
+				} else if (c == '\'' || c == '"') {
+					const char *q = memchr(p->s + p->i + 1, c, p->n - p->i - 1);
+
+					if (!q) {
+						hs_sh_fail(p, "unterminated quote in [[ ]]");
+						return NULL;
+					}
+					p->i = (size_t)(q - p->s);
+				} else if (c == '(') {
+					depth++;
+				} else if (c == ')' && depth > 0) {
+					depth--;
+				}
+			}
+			w = hs_sh_lex_arith_body(p, start, p->i);
+			if (!w)
+				return NULL;
+			add_words(p, &wt, w);
+			continue;
+		}
 		if (hs_sh_is_meta((unsigned char)c)) {
 			size_t l = (p->i + 1 < p->n && (c == '&' || c == '|') && p->s[p->i + 1] == c) ? 2 : 1;
 

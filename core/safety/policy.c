@@ -325,7 +325,7 @@ load_pathsets(struct load *l, const config_setting_t *g)
 
 static const char *const runs_names[] = { "", "command", "shell", "eval", "source", "find", "xargs", "watch",
 	"su", "ssh", "parallel", "stdin", "options", "dashdash", "code-operand", NULL };
-static const char *const tag_names[] = { "", "", "", "", "code", "split", "stop", "opaque", "argv", NULL };
+static const char *const tag_names[] = { "", "", "", "", "code", "split", "stop", "opaque", "argv", "int", NULL };
 
 /* One "options" entry: -x, -x:, -x::, --name: code KEY=PREFIX..., -x stop (see hs-policy(5)). */
 static int
@@ -448,6 +448,8 @@ load_grammar(struct load *l, const config_setting_t *e, struct hs_progdecl *d)
 		d->single_dash = v;
 	if (config_setting_lookup_bool(e, "last_wins", &v) == CONFIG_TRUE)
 		d->last_wins = v;
+	if (config_setting_lookup_string(e, "operand_glob", &w) == CONFIG_TRUE && !(d->operand_glob = pstrdup(l->p, w)))
+		return fail(l, "out of memory");
 	if (config_setting_lookup_string(e, "subcommand", &w) == CONFIG_TRUE && !(d->sub = pstrdup(l->p, w)))
 		return fail(l, "out of memory");
 	return 0;

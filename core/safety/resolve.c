@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ hs_analyse_tail(struct hs_actx *x, const struct hs_cmd *c, int from, struct hs_p
 	in.argc = c->argc - from;
 	in.script_from.n = 0;
 	av = in.argv[0];
-	if ((in.aflags[0] & HS_W_GLOB) && strcmp(av, "[")) {
+	if ((in.aflags[0] & HS_W_GLOB) && hs_is_glob(av)) {
 		hs_actx_opaque(x, "program name is a glob pattern");
 		return;
 	}
@@ -500,6 +501,18 @@ run_split(struct hs_actx *x, struct hs_cmd *c, const char *str, int rest, struct
 	hs_analyse_argv(x, argv, flags, n, c, produced);
 }
 
+/* An integer as nice -n reads one; a run-time value may be one. */
+static int
+is_int(const char *v)
+{
+	if (!v)
+		return 0;
+	if (strchr(v, HS_SH_DYN_CHAR))
+		return 1;
+	v += *v == '-' || *v == '+';
+	return *v && strspn(v, "0123456789") == strlen(v);
+}
+
 /*
  * Read a wrapper's options from st->i.  Returns 0 with st->i at the first
  * operand (or past "--"), 1 when an option says nothing is run or the
@@ -556,6 +569,10 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 			return 1;
 		case HS_OK_ARGV:
 			argv_mode = 1;
+			break;
+		case HS_OK_INT:
+			if (!is_int(o.value))
+				return 1; /* "invalid adjustment": the program stops */
 			break;
 		}
 	}
@@ -654,6 +671,10 @@ do_command(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, str
 		do_xargs(x, c, st.i, produced);
 		return;
 	}
+	/* timeout echo sh -c x: "echo" is no duration, so timeout stops and nothing runs. */
+	if (d->operand_glob && st.i < c->argc && !strchr(c->argv[st.i], HS_SH_DYN_CHAR) &&
+	    fnmatch(d->operand_glob, c->argv[st.i], 0))
+		return;
 	for (k = 0; k < d->operands && st.i < c->argc; k++)
 		st.i++;
 	if (st.i + 1 < c->argc && is_code_word(d, c->argv[st.i])) {
@@ -670,18 +691,18 @@ do_su(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct h
 	struct hs_optstate st = { .i = 1 };
 	const char *argv[130], *shell = "sh";
 	unsigned flags[130];
-	int ops[128], nops = 0, k = 0, n = 0, i, command_mode = 0;
+	int ops[128], nops = 0, k = 0, n = 0, i, command_mode = 0, has_code = 0;
 	struct hs_optstate s2 = { .i = 1 };
 	struct hs_opt o;
 
-	if (read_options(x, c, d, &st, ops, &nops, 128, produced) == 1)
-		return;
-	/* The shell (-s) and command mode (runuser -u USER CMD) are read from the options again. */
+	/* The shell (-s) and command mode (runuser -u USER CMD) are read first. */
 	while ((s2.i < c->argc || s2.cl) && !s2.dashdash) {
 		if (!hs_opt_next(d, c->argv, c->argc, &s2, &o)) {
 			s2.i++;
 			continue;
 		}
+		if (o.kind == HS_OK_CODE)
+			has_code = 1;
 		if (o.value && o.len == 5 && !memcmp(o.name, "shell", 5))
 			shell = o.value;
 		else if (o.value && o.len == 1 && o.name[0] == 's')
@@ -690,6 +711,11 @@ do_su(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct h
 			 !strcmp(c->prog, "runuser"))
 			command_mode = 1;
 	}
+	/* runuser: -u and -c/--command/--session-command exclude each other, and runuser stops. */
+	if (command_mode && has_code)
+		return;
+	if (read_options(x, c, d, &st, ops, &nops, 128, produced) == 1)
+		return;
 	if (command_mode) {
 		for (i = 0; i < nops && n < 128; i++) {
 			argv[n] = c->argv[ops[i]];
@@ -724,6 +750,11 @@ do_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, str
 		if (!hs_opt_next(d, c->argv, c->argc, &st, &o)) {
 			if (st.dashdash)
 				return;
+			if (d->single_dash && st.i < c->argc) {
+				/* pwsh Remove-Item -Recurse x: the words from the first operand on are the command. */
+				run_code_words(x, c, st.i, c->argc, produced);
+				return;
+			}
 			st.i++;
 			continue;
 		}
