@@ -794,35 +794,12 @@ finish_word(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
 	return split_ifs(p, r);
 }
 
-/*
- * "~" quoted, escaped or from a variable's value is a file named "~", not
- * the home directory (bash expands only an unquoted leading ~): write it
- * "./~" so that paths are judged as what they are.
- */
-static void
-quoted_tilde(struct hs_sh_parser *p, struct sb *b)
-{
-	char *ns = hs_arena_alloc(p->a, b->len + 3);
-
-	if (!ns) {
-		hs_sh_fail(p, "input too large");
-		return;
-	}
-	ns[0] = '.';
-	ns[1] = '/';
-	memcpy(ns + 2, b->s, b->len);
-	ns[b->len + 2] = '\0';
-	b->s = ns;
-	b->len += 2;
-	b->cap = b->len + 1;
-}
-
 struct hs_sh_word *
 hs_sh_lex_word(struct hs_sh_parser *p)
 {
 	struct hs_sh_word *w = hs_arena_zalloc(p->a, sizeof(*w));
 	struct sb b = { .a = p->a };
-	int name_ok = 1, depth, lead_tilde_check = 0;
+	int name_ok = 1, depth;
 	char c;
 
 	if (!w) {
@@ -841,8 +818,6 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 		c = p->s[p->i];
 		if (hs_sh_is_meta((unsigned char)c))
 			break;
-		if (b.len == 0 && c != '~')
-			lead_tilde_check = 1;
 		switch (c) {
 		case '\\':
 			w->flags |= HS_W_QUOTED;
@@ -957,8 +932,6 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 	}
 	if (p->err)
 		return NULL;
-	if (lead_tilde_check && b.len && b.s[0] == '~' && !(w->flags & HS_W_HOME))
-		quoted_tilde(p, &b);
 	return finish_word(p, &b, w);
 }
 
