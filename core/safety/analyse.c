@@ -41,6 +41,17 @@ hs_progset_merge(struct hs_progset *s, const struct hs_progset *o)
 		hs_progset_add(s, o->p[i]);
 }
 
+int
+hs_is_glob(const char *s)
+{
+	const char *b;
+
+	if (strpbrk(s, "*?"))
+		return 1;
+	/* "[" alone (test) or "\e[31m" is no pattern: a bracket expression needs its "]". */
+	return (b = strchr(s, '[')) && strchr(b + 1, ']');
+}
+
 const char *
 hs_basename(const char *s)
 {
@@ -285,15 +296,19 @@ static_echo_text(struct hs_actx *x, const struct hs_sh_node *n)
 	char *buf, *o;
 	int is_printf;
 
+	/*
+	 * Run-time parts stay marked in the text, so a shell reading it meets a
+	 * value it cannot know ("echo "$CODE" | sh" is opaque, not harmless).
+	 */
 	if (n->kind != HS_SH_CMD || !n->words || (n->words->flags & HS_W_DYN))
 		return NULL;
 	if (!strcmp(n->words->s, "cat") && !n->words->next && n->redirs && !n->redirs->next) {
 		/* cat <<EOF ... EOF | sh: the heredoc is the script. */
 		const struct hs_sh_redir *r = n->redirs;
 
-		if (r->op == HS_R_HEREDOC && r->body && !(r->body->flags & HS_W_DYN))
+		if (r->op == HS_R_HEREDOC && r->body)
 			return r->body->s;
-		if (r->op == HS_R_HERESTR && r->target && !(r->target->flags & HS_W_DYN))
+		if (r->op == HS_R_HERESTR && r->target)
 			return r->target->s;
 		return NULL;
 	}
@@ -302,11 +317,8 @@ static_echo_text(struct hs_actx *x, const struct hs_sh_node *n)
 	is_printf = !strcmp(n->words->s, "printf");
 	if (!is_printf && strcmp(n->words->s, "echo"))
 		return NULL;
-	for (w = n->words->next; w; w = w->next) {
-		if (w->flags & HS_W_DYN)
-			return NULL;
+	for (w = n->words->next; w; w = w->next)
 		len += w->len + 1;
-	}
 	buf = hs_arena_alloc(x->a, len + 1);
 	if (!buf)
 		return NULL;
@@ -358,6 +370,58 @@ count_words(const struct hs_sh_word *w)
 	for (; w; w = w->next)
 		n++;
 	return n;
+}
+
+/*
+ * Variables whose value a shell or another program runs (PROMPT_COMMAND,
+ * GIT_SSH_COMMAND, PAGER, EDITOR, LESSOPEN...) or expands with command
+ * substitution (PS0/PS1/PS2/PS4 for prompts and xtrace, BASH_ENV and ENV
+ * for start-up files): the code is analysed where it is assigned.
+ */
+void
+hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n)
+{
+	static const char *const expanded[] = { "PS0=", "PS1=", "PS2=", "PS4=", "BASH_ENV=", "ENV=", NULL };
+	/* Commands other programs run: git and ssh helpers, pagers, editors, less's input filter. */
+	static const char *const code[] = { "PROMPT_COMMAND=", "GIT_SSH_COMMAND=", "GIT_SSH=", "GIT_PAGER=", "PAGER=",
+		"MANPAGER=", "SYSTEMD_PAGER=", "GIT_EDITOR=", "EDITOR=", "VISUAL=", "GIT_EXTERNAL_DIFF=", "GIT_ASKPASS=",
+		"SSH_ASKPASS=", "SUDO_ASKPASS=", "RSYNC_RSH=", "BROWSER=", "LESSOPEN=", "LESSCLOSE=",
+		"GIT_PROXY_COMMAND=", NULL };
+	static const char delim[] = "__HS_EXPANDED_VALUE__";
+	struct hs_progset ignored = { .n = 0 };
+	const char *const *k;
+	const char *v;
+	char *text;
+	size_t l;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		v = env[i];
+		if (!strchr("PBEGMSVRL", v[0]))
+			continue;
+		for (k = code; *k && strncmp(v, *k, strlen(*k)); k++)
+			;
+		if (*k) {
+			v += strlen(*k);
+			v += strspn(v, "|"); /* LESSOPEN="|filter %s" */
+			hs_analyse_script(x, v, strlen(v), NULL, &ignored);
+			continue;
+		}
+		for (k = expanded; *k && strncmp(v, *k, strlen(*k)); k++)
+			;
+		if (!*k || !strpbrk(v, "$`"))
+			continue;
+		/* Expanded as a heredoc body would be: only the substitutions run. */
+		v += strlen(*k);
+		l = strlen(v) + 2 * sizeof(delim) + 16;
+		text = hs_arena_alloc(x->a, l);
+		if (!text) {
+			hs_actx_opaque(x, "command too large to analyse");
+			return;
+		}
+		snprintf(text, l, ": <<%s\n%s\n%s\n", delim, v, delim);
+		hs_analyse_script(x, text, strlen(text), NULL, &ignored);
+	}
 }
 
 /* Prefix assignments and export-style builtins put NAME=VALUE in the environment. */
@@ -421,6 +485,8 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 	for (i = 0, w = n->words; w; w = w->next, i++) {
 		argv[i] = w->s;
 		aflags[i] = w->flags;
+		if (w->flags & HS_W_OPAQUE)
+			hs_actx_opaque(x, "word split by a changed IFS");
 		if (w->subs) {
 			struct hs_progset *ps = hs_arena_zalloc(x->a, sizeof(*ps));
 			const struct hs_sh_subst *s;
@@ -437,6 +503,8 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 	}
 	argv[argc] = NULL;
 	env = collect_env(x, n, &nenv);
+	if (nenv)
+		hs_analyse_env_code(x, env, nenv);
 	if (argc == 0) {
 		match_bare(x, n->redirs, env, nenv);
 		return;
@@ -450,6 +518,11 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 			hs_actx_opaque(x, "program name known only at run time");
 			return;
 		}
+	}
+	if ((aflags[0] & HS_W_GLOB) && hs_is_glob(av)) {
+		/* /usr/bin/r? becomes whatever file matches: rm, perhaps. */
+		hs_actx_opaque(x, "program name is a glob pattern");
+		return;
 	}
 	prog = hs_basename(av);
 
@@ -485,9 +558,10 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 	hs_progset_merge(&c.stdin_from, &subprod);
 	c.stdin_text = in_text;
 	for (r = n->redirs; r; r = r->next) {
-		if (r->op == HS_R_HEREDOC && r->body && !(r->body->flags & HS_W_DYN))
+		/* A run-time part stays marked: code read from an unset variable is opaque. */
+		if (r->op == HS_R_HEREDOC && r->body)
 			c.stdin_text = r->body->s;
-		else if (r->op == HS_R_HERESTR && r->target && !(r->target->flags & HS_W_DYN))
+		else if (r->op == HS_R_HERESTR && r->target)
 			c.stdin_text = r->target->s;
 		else if (r->op == HS_R_IN && r->target && r->target->subs)
 			walk_word_subs(x, r->target, &c.stdin_from);

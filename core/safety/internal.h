@@ -21,6 +21,7 @@ enum hs_pred_kind {
 	HS_P_SQL,       /* sql:destructive */
 	HS_P_MOUNT,     /* mount:PRED  a mount spec whose host source satisfies PRED */
 	HS_P_VALUE,     /* value:KEY=PRED  a KEY=... word whose value satisfies PRED */
+	HS_P_UNKNOWN,   /* unknown:SET a run-time value decides where the path is; its known part is in SET */
 };
 
 struct hs_pathset {
@@ -77,11 +78,48 @@ struct hs_strlist {
 
 enum hs_writes { HS_WR_NONE = 0, HS_WR_ARGS, HS_WR_LAST, HS_WR_KV };
 
-/* How a program's argv reads: options with arguments and what it writes. */
+/* What an option of a program's grammar is (see "options" in hs-policy(5)). */
+enum hs_optkind {
+	HS_OK_UNKNOWN = 0, /* not in the grammar */
+	HS_OK_FLAG,        /* no operand */
+	HS_OK_ARG,         /* an operand, attached or the next word */
+	HS_OK_OPTARG,      /* an operand only when attached (-m/path, --mount=path) */
+	HS_OK_CODE,        /* the operand is shell code the program runs */
+	HS_OK_SPLIT,       /* the operand is split into a command (env -S) */
+	HS_OK_STOP,        /* nothing runs (sudo -l, command -v) */
+	HS_OK_OPAQUE,      /* what runs cannot be known (pwsh -EncodedCommand) */
+	HS_OK_ARGV,        /* the rest of the words is a command (watch -x) */
+	HS_OK_INT,         /* an integer operand; anything else and the program refuses to run (nice -n) */
+};
+
+struct hs_longopt {
+	const char *name;
+	size_t len;
+	int kind;                      /* enum hs_optkind */
+	const char *const *when;       /* HS_OK_CODE: "KEY=PREFIX" globs the operand must match; NULL: always */
+};
+
+/* How a wrapper runs what it runs (the "runs" key). */
+enum hs_runs {
+	HS_RUN_NONE = 0, HS_RUN_COMMAND, HS_RUN_SHELL, HS_RUN_EVAL, HS_RUN_SOURCE, HS_RUN_FIND, HS_RUN_XARGS,
+	HS_RUN_WATCH, HS_RUN_SU, HS_RUN_SSH, HS_RUN_PARALLEL, HS_RUN_STDIN, HS_RUN_OPTIONS, HS_RUN_DASHDASH,
+	HS_RUN_CODE_OPERAND,
+};
+
+/* How a program's argv reads: its option grammar, what it runs and what it writes. */
 struct hs_progdecl {
 	struct hs_strlist names;
-	char short_arg[128];           /* short option letters taking an argument */
-	struct hs_strlist long_arg;    /* long option names taking an argument */
+	const struct hs_longopt *sopt[128]; /* short options by letter (name is the letter) */
+	struct hs_longopt *longs;      /* long options */
+	size_t nlong;
+	int runs;                      /* enum hs_runs */
+	int operands;                  /* HS_RUN_COMMAND: operands before the command */
+	int assigns;                   /* words holding '=' before the command are assignments */
+	int complete;                  /* "options" lists every option: unknown ones are errors */
+	int single_dash;               /* long options start with one dash, any case (pwsh -Command) */
+	int last_wins;                 /* of several code options only the last runs (su -c) */
+	const char *operand_glob;      /* HS_RUN_COMMAND: the first operand must match, or nothing runs */
+	const char *sub;               /* the wrapper only with this subcommand ("run" for uv run) */
 	int writes;                    /* enum hs_writes */
 	const char *writes_key;        /* HS_WR_KV: "of" for dd of=... */
 	struct hs_flaglist write_opts; /* option values that are written files */
@@ -129,12 +167,41 @@ struct hs_pidx {
 	size_t *rules;                    /* rules naming it exactly, in rule order */
 	size_t n, cap;
 	const struct hs_progdecl *decl;   /* its (last) declaration, or NULL */
+	int has_sub;                      /* a declaration names "PROG SUB" (docker exec) */
 };
+
+/* One option read from argv by hs_opt_next(). */
+struct hs_opt {
+	const char *name;       /* the grammar's full name when known, else as written */
+	size_t len;
+	int is_long;
+	int kind;               /* enum hs_optkind; HS_OK_UNKNOWN also when ambiguous */
+	const char *value;      /* operand, or NULL */
+	const struct hs_longopt *lo; /* the grammar entry, or NULL */
+	const char *word;       /* the word it came from */
+};
+
+struct hs_optstate {
+	int i;                  /* next word */
+	const char *cl;         /* inside a cluster of short options, or NULL */
+	int dashdash;           /* "--" was read */
+	int unknown_last;       /* resolve.c: the last option read was unknown, with no operand attached */
+};
+
+/*
+ * Read the next option of argv[st->i..argc) with d's grammar (d may be
+ * NULL: every option is then unknown and takes no operand).  Returns 1 with
+ * *o filled in; 0 when st->i is at an operand or the end, or after "--"
+ * (st->dashdash set, st->i past it).  Long options may be abbreviated to
+ * any unambiguous prefix, as getopt_long() allows.
+ */
+int hs_opt_next(const struct hs_progdecl *d, const char *const *argv, int argc, struct hs_optstate *st,
+		struct hs_opt *o);
+/* Is the operand of a code option shell code (its "when" conditions); the code, or NULL. */
+const char *hs_opt_code(const struct hs_opt *o);
 
 /* Build the matching tables once every file is read; -1 when out of memory. */
 int hs_policy_index(struct hs_policy *p);
-/* 1 when the resolver's wrapper table is sorted for bsearch() (checked by the tests). */
-int hs_resolve_table_sorted(void);
 /* Free what hs_policy_index() allocated. */
 void hs_policy_index_free(struct hs_policy *p);
 /* The index entry of prog, or NULL when no rule or declaration names it. */
@@ -215,6 +282,8 @@ struct hs_actx {
 #define HS_ANALYSE_MAX_STEPS 20000
 
 void hs_actx_opaque(struct hs_actx *x, const char *reason);
+/* NAME=VALUE words whose value a shell runs or expands later (PROMPT_COMMAND, PS4, BASH_ENV...). */
+void hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n);
 /* Parse text and analyse it; adds what ran to produced (may be NULL). */
 void hs_analyse_script(struct hs_actx *x, const char *text, size_t len,
 		       const struct hs_progset *stdin_from, struct hs_progset *produced);
@@ -224,6 +293,8 @@ void hs_analyse_argv(struct hs_actx *x, const char **argv, const unsigned *aflag
 /* The same for a tail of an existing command (a wrapper's payload). */
 void hs_analyse_tail(struct hs_actx *x, const struct hs_cmd *c, int from, struct hs_progset *produced);
 const char *hs_basename(const char *s);
+/* 1 when an (unquoted) word would be a glob pattern to bash: * or ?, or [ with a ] after it. */
+int hs_is_glob(const char *s);
 
 /* ---- wrappers and payloads (resolve.c, interp.c) ---- */
 

@@ -19,6 +19,10 @@
 #define BR_OPEN  '\x02'
 #define BR_COMMA '\x03'
 #define BR_CLOSE '\x04'
+/* Where an unquoted $IFS (or a known value's blank) splits a word. */
+#define IFS_MARK '\x05'
+/* Lexer-internal word flag: IFS_MARK was put in the word. */
+#define W_IFS 0x8000u
 
 struct sb {
 	struct hs_arena *a;
@@ -105,37 +109,47 @@ add_subst(struct hs_sh_parser *p, struct hs_sh_word *w, int kind, struct hs_sh_n
 }
 
 /* $'...': the ANSI-C quoting bash offers, decoded the way bash does. */
+/* One character of $'...': bash ends the string at a NUL (\0, \x00, \c@), keeping what came before. */
+static void
+aput(struct hs_sh_parser *p, struct sb *b, int *cut, char c)
+{
+	if (!c)
+		*cut = 1;
+	if (!*cut)
+		sb_put(p, b, c);
+}
+
 static void
 lex_ansi(struct hs_sh_parser *p, struct sb *b)
 {
 	const char *s = p->s;
 	size_t n = p->n;
 	unsigned long v;
-	int k, d;
+	int k, d, cut = 0;
 
 	p->i += 2;
 	while (p->i < n && s[p->i] != '\'' && !p->err) {
 		if (s[p->i] != '\\' || p->i + 1 >= n) {
-			sb_put(p, b, s[p->i++]);
+			aput(p, b, &cut, s[p->i++]);
 			continue;
 		}
 		p->i++;
 		switch (s[p->i]) {
-		case 'a': sb_put(p, b, '\a'); p->i++; break;
-		case 'b': sb_put(p, b, '\b'); p->i++; break;
-		case 'e': case 'E': sb_put(p, b, '\x1b'); p->i++; break;
-		case 'f': sb_put(p, b, '\f'); p->i++; break;
-		case 'n': sb_put(p, b, '\n'); p->i++; break;
-		case 'r': sb_put(p, b, '\r'); p->i++; break;
-		case 't': sb_put(p, b, '\t'); p->i++; break;
-		case 'v': sb_put(p, b, '\v'); p->i++; break;
+		case 'a': aput(p, b, &cut, '\a'); p->i++; break;
+		case 'b': aput(p, b, &cut, '\b'); p->i++; break;
+		case 'e': case 'E': aput(p, b, &cut, '\x1b'); p->i++; break;
+		case 'f': aput(p, b, &cut, '\f'); p->i++; break;
+		case 'n': aput(p, b, &cut, '\n'); p->i++; break;
+		case 'r': aput(p, b, &cut, '\r'); p->i++; break;
+		case 't': aput(p, b, &cut, '\t'); p->i++; break;
+		case 'v': aput(p, b, &cut, '\v'); p->i++; break;
 		case '\\': case '\'': case '"': case '?':
-			sb_put(p, b, s[p->i++]);
+			aput(p, b, &cut, s[p->i++]);
 			break;
 		case 'c':
 			p->i++;
 			if (p->i < n)
-				sb_put(p, b, (char)(s[p->i++] & 0x1f));
+				aput(p, b, &cut, (char)(s[p->i++] & 0x1f));
 			break;
 		case 'x': case 'u': case 'U': {
 			int max = s[p->i] == 'x' ? 2 : s[p->i] == 'u' ? 4 : 8;
@@ -146,11 +160,13 @@ lex_ansi(struct hs_sh_parser *p, struct sb *b)
 			for (k = 0; k < max && p->i < n && (d = hexval((unsigned char)s[p->i])) >= 0; k++, p->i++)
 				v = v * 16 + (unsigned long)d;
 			if (k == 0) {
-				sb_put(p, b, '\\');
-				sb_put(p, b, s[p->i - 1]);
+				aput(p, b, &cut, '\\');
+				aput(p, b, &cut, s[p->i - 1]);
 			} else if (is_x) {
-				sb_put(p, b, (char)v);
-			} else {
+				aput(p, b, &cut, (char)v);
+			} else if (v == 0) {
+				cut = 1;
+			} else if (!cut) {
 				sb_utf8(p, b, v > 0x10ffff ? 0xfffd : v);
 			}
 			break;
@@ -160,10 +176,10 @@ lex_ansi(struct hs_sh_parser *p, struct sb *b)
 				v = 0;
 				for (k = 0; k < 3 && p->i < n && s[p->i] >= '0' && s[p->i] <= '7'; k++, p->i++)
 					v = v * 8 + (unsigned long)(s[p->i] - '0');
-				sb_put(p, b, (char)v);
+				aput(p, b, &cut, (char)v);
 			} else {
-				sb_put(p, b, '\\');
-				sb_put(p, b, s[p->i++]);
+				aput(p, b, &cut, '\\');
+				aput(p, b, &cut, s[p->i++]);
 			}
 		}
 	}
@@ -240,6 +256,46 @@ lex_cmdsubst(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int kin
 	sb_put(p, b, HS_SH_DYN_CHAR);
 }
 
+/*
+ * Arithmetic and array bodies are not words, but bash expands what is in
+ * them ($((a[$(cmd)])), x=( $(cmd) )): lex s[from..to) for the
+ * substitutions it holds, attaching them to w.
+ */
+static void
+lex_slice_subs(struct hs_sh_parser *p, struct hs_sh_word *w, size_t from, size_t to, int as_words)
+{
+	struct hs_sh_parser sub;
+	struct sb scratch = { .a = p->a };
+	struct hs_sh_word *e;
+	struct hs_sh_subst **tail;
+	size_t at;
+
+	hs_sh_parser_init(&sub, p->a, p->s + from, to - from, p->depth + 1);
+	sub.vars = p->vars;
+	sub.ifs_set = p->ifs_set;
+	if (!as_words) {
+		lex_dq(&sub, &scratch, w, 1);
+	} else {
+		while (sub.i < sub.n && !sub.err) {
+			hs_sh_skip_blanks(&sub);
+			if (sub.i < sub.n && (sub.s[sub.i] == '\n' || hs_sh_is_meta((unsigned char)sub.s[sub.i]))) {
+				sub.i++;
+				continue;
+			}
+			at = sub.i;
+			for (e = hs_sh_lex_word(&sub); e; e = e->next) {
+				for (tail = &w->subs; *tail; tail = &(*tail)->next)
+					;
+				*tail = e->subs;
+			}
+			if (sub.i == at)
+				sub.i++;
+		}
+	}
+	if (sub.err)
+		hs_sh_fail(p, sub.errmsg);
+}
+
 /* $((...)): arithmetic; returns 0 when the text is not arithmetic after all. */
 static int
 lex_arith(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
@@ -253,6 +309,7 @@ lex_arith(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
 		} else if (p->s[j] == ')') {
 			if (depth == 0) {
 				if (j + 1 < p->n && p->s[j + 1] == ')') {
+					lex_slice_subs(p, w, p->i + 3, j, 0);
 					p->i = j + 2;
 					w->flags |= HS_W_DYN;
 					sb_put(p, b, HS_SH_DYN_CHAR);
@@ -283,9 +340,34 @@ is_name_char(int c)
  * are kept symbolically ("~", "~/.config") because rules care about paths
  * under them; everything else is a run-time value.
  */
-static void
-put_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, const char *name, size_t nlen)
+static struct hs_sh_var *
+find_var(const struct hs_sh_parser *p, const char *name, size_t nlen)
 {
+	struct hs_sh_var *v;
+
+	for (v = p->vars; v; v = v->next)
+		if (v->nlen == nlen && !memcmp(v->name, name, nlen))
+			return v;
+	return NULL;
+}
+
+/* A run-time value; unquoted after IFS was assigned, nobody knows how it splits. */
+static void
+put_dyn(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int in_dq)
+{
+	if (!in_dq && p->ifs_set)
+		w->flags |= HS_W_OPAQUE;
+	w->flags |= HS_W_DYN;
+	sb_put(p, b, HS_SH_DYN_CHAR);
+}
+
+static void
+put_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, const char *name, size_t nlen,
+	  int in_dq)
+{
+	const struct hs_sh_var *v;
+	const char *s;
+
 	if (nlen == 4 && !memcmp(name, "HOME", 4)) {
 		sb_put(p, b, '~');
 		w->flags |= HS_W_HOME;
@@ -296,12 +378,74 @@ put_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, const char
 		w->flags |= HS_W_HOME;
 		return;
 	}
-	w->flags |= HS_W_DYN;
-	sb_put(p, b, HS_SH_DYN_CHAR);
+	if (nlen == 3 && !memcmp(name, "IFS", 3) && !p->ifs_set) {
+		/* The default IFS: unquoted it splits the word here, quoted it is a blank. */
+		sb_put(p, b, in_dq ? ' ' : IFS_MARK);
+		w->flags |= in_dq ? 0 : W_IFS;
+		return;
+	}
+	v = p->vars ? find_var(p, name, nlen) : NULL;
+	if (v && v->value) {
+		/* Assigned a literal earlier in this command line: that is the value. */
+		for (s = v->value; *s; s++) {
+			if (!in_dq && (*s == ' ' || *s == '\t' || *s == '\n')) {
+				sb_put(p, b, IFS_MARK);
+				w->flags |= W_IFS;
+				continue;
+			}
+			if (!in_dq && (*s == '*' || *s == '?' || *s == '['))
+				w->flags |= HS_W_GLOB;
+			sb_put(p, b, *s);
+		}
+		return;
+	}
+	put_dyn(p, b, w, in_dq);
+}
+
+/* Digits at s[*i], as a number (capped); -1 when there are none. */
+static long
+read_num(const struct hs_sh_parser *p, size_t *i)
+{
+	long v = -1;
+
+	while (*i < p->n && isdigit((unsigned char)p->s[*i]) && v < 100000)
+		v = (v < 0 ? 0 : v * 10) + (p->s[(*i)++] - '0');
+	return v;
+}
+
+/*
+ * ${IFS:OFF} and ${IFS:OFF:LEN} with the default IFS (" \t\n") are blanks,
+ * so they split the word as $IFS does.  Returns 1 when handled.
+ */
+static int
+ifs_substring(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, size_t start, size_t nend, int in_dq)
+{
+	size_t i = nend + 1;
+	long off, len = 3;
+
+	if (p->ifs_set || nend - start != 3 || memcmp(p->s + start, "IFS", 3) || nend >= p->n || p->s[nend] != ':')
+		return 0;
+	off = read_num(p, &i);
+	if (off < 0)
+		off = 0; /* ${IFS::1} */
+	if (i < p->n && p->s[i] == ':') {
+		i++;
+		len = read_num(p, &i);
+		if (len < 0)
+			return 0;
+	}
+	if (i >= p->n || p->s[i] != '}')
+		return 0;
+	p->i = i + 1;
+	if (off < 3 && len > 0) {
+		sb_put(p, b, in_dq ? ' ' : IFS_MARK);
+		w->flags |= in_dq ? 0 : W_IFS;
+	}
+	return 1;
 }
 
 static void
-lex_brace_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
+lex_brace_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int in_dq)
 {
 	struct sb scratch = { .a = p->a };
 	size_t start, nend;
@@ -313,10 +457,12 @@ lex_brace_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
 	for (nend = start; nend < p->n && is_name_char((unsigned char)p->s[nend]); nend++)
 		;
 	if (nend < p->n && p->s[nend] == '}') {
-		put_param(p, b, w, p->s + start, nend - start);
+		put_param(p, b, w, p->s + start, nend - start, in_dq);
 		p->i = nend + 1;
 		return;
 	}
+	if (ifs_substring(p, b, w, start, nend, in_dq))
+		return;
 	/* Operators such as ${x:-$(cmd)} may hide commands: lex what is inside. */
 	while (p->i < p->n && !p->err) {
 		c = p->s[p->i];
@@ -348,15 +494,25 @@ lex_brace_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
 		hs_sh_fail(p, "unterminated ${...}");
 		return;
 	}
-	w->flags |= HS_W_DYN;
-	sb_put(p, b, HS_SH_DYN_CHAR);
+	/* ${IFS:0:1} and friends: how the word splits is not worth guessing. */
+	if (nend - start == 3 && !memcmp(p->s + start, "IFS", 3) && !in_dq)
+		w->flags |= HS_W_OPAQUE;
+	put_dyn(p, b, w, in_dq);
 }
 
 static void
 lex_dollar(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int in_dq)
 {
-	char c1 = p->i + 1 < p->n ? p->s[p->i + 1] : '\0';
-	size_t st;
+	size_t st, j = p->i + 1;
+	char c1;
+
+	/* $\<newline>'...': a line continuation vanishes before the shell reads the word. */
+	while (j + 1 < p->n && p->s[j] == '\\' && p->s[j + 1] == '\n')
+		j += 2;
+	c1 = j < p->n ? p->s[j] : '\0';
+	if (j != p->i + 1 && (c1 == '\'' || c1 == '"' || c1 == '(' || c1 == '{' || is_name_start((unsigned char)c1) ||
+			      (c1 && strchr("0123456789@*#?$!-", c1))))
+		p->i = j - 1; /* the branches below step over "$" and c1 by offset */
 
 	if (c1 == '\'' && !in_dq) {
 		w->flags |= HS_W_QUOTED;
@@ -370,16 +526,15 @@ lex_dollar(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, int in_dq
 			return;
 		lex_cmdsubst(p, b, w, HS_SUB_CMD);
 	} else if (c1 == '{') {
-		lex_brace_param(p, b, w);
+		lex_brace_param(p, b, w, in_dq);
 	} else if (is_name_start((unsigned char)c1)) {
 		st = p->i + 1;
 		for (p->i = st; p->i < p->n && is_name_char((unsigned char)p->s[p->i]); p->i++)
 			;
-		put_param(p, b, w, p->s + st, p->i - st);
+		put_param(p, b, w, p->s + st, p->i - st, in_dq);
 	} else if (c1 && strchr("0123456789@*#?$!-", c1)) {
 		p->i += 2;
-		w->flags |= HS_W_DYN;
-		sb_put(p, b, HS_SH_DYN_CHAR);
+		put_dyn(p, b, w, in_dq);
 	} else {
 		sb_put(p, b, '$');
 		p->i++;
@@ -543,8 +698,67 @@ brace_expand(struct brace_out *o, const char *s, size_t n, int level)
 	}
 }
 
+/*
+ * Split the words of list at IFS_MARK as bash splits an unquoted $IFS with
+ * the default IFS: empty fields vanish.  An assignment is not split.
+ */
 static struct hs_sh_word *
-finish_word(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
+split_ifs(struct hs_sh_parser *p, struct hs_sh_word *list)
+{
+	struct hs_sh_word *head = NULL, **tail = &head, *w, *next, *nw;
+	size_t i, st;
+	int first;
+
+	for (w = list; w; w = next) {
+		next = w->next;
+		w->next = NULL;
+		w->flags &= ~W_IFS;
+		if (!memchr(w->s, IFS_MARK, w->len)) {
+			*tail = w;
+			tail = &w->next;
+			continue;
+		}
+		if (w->flags & HS_W_ASSIGN) {
+			for (i = 0; i < w->len; i++)
+				if (w->s[i] == IFS_MARK)
+					w->s[i] = ' ';
+			*tail = w;
+			tail = &w->next;
+			continue;
+		}
+		first = 1;
+		for (st = i = 0; i <= w->len; i++) {
+			if (i < w->len && w->s[i] != IFS_MARK)
+				continue;
+			if (i > st) {
+				nw = hs_sh_word_lit(p->a, w->s + st, i - st);
+				if (!nw) {
+					hs_sh_fail(p, "input too large");
+					return NULL;
+				}
+				nw->flags = w->flags & ~W_IFS;
+				/* The substitutions ran once; the first piece carries them. */
+				nw->subs = first ? w->subs : NULL;
+				first = 0;
+				*tail = nw;
+				tail = &nw->next;
+			}
+			st = i + 1;
+		}
+		if (first) {
+			/* Nothing but blanks: bash drops the word; call that unknowable. */
+			w->len = 0;
+			w->s[0] = '\0';
+			w->flags = (w->flags & ~W_IFS) | HS_W_OPAQUE;
+			*tail = w;
+			tail = &w->next;
+		}
+	}
+	return head;
+}
+
+static struct hs_sh_word *
+finish_word1(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
 {
 	struct brace_out o;
 
@@ -570,6 +784,16 @@ finish_word(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
 	return o.head;
 }
 
+static struct hs_sh_word *
+finish_word(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w)
+{
+	struct hs_sh_word *r = finish_word1(p, b, w);
+
+	if (!r || !(w->flags & W_IFS))
+		return r;
+	return split_ifs(p, r);
+}
+
 struct hs_sh_word *
 hs_sh_lex_word(struct hs_sh_parser *p)
 {
@@ -585,7 +809,10 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 	if (p->i + 1 < p->n && (p->s[p->i] == '<' || p->s[p->i] == '>') && p->s[p->i + 1] == '(') {
 		lex_cmdsubst(p, &b, w, p->s[p->i] == '<' ? HS_SUB_PROC_IN : HS_SUB_PROC_OUT);
 		w->flags |= HS_W_PROC;
-		return p->err ? NULL : finish_word(p, &b, w);
+		if (p->err)
+			return NULL;
+		/* <(cmd)#x is one word: what follows the ')' continues it ('#' included). */
+		name_ok = 0;
 	}
 	while (p->i < p->n && !p->err) {
 		c = p->s[p->i];
@@ -668,6 +895,8 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 				w->flags |= HS_W_ASSIGN;
 				/* NAME=(a b c): an array assignment; keep it as one word. */
 				if (p->i < p->n && p->s[p->i] == '(') {
+					size_t open = p->i;
+
 					depth = 0;
 					for (; p->i < p->n; p->i++) {
 						if (p->s[p->i] == '(')
@@ -679,6 +908,9 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 						hs_sh_fail(p, "unterminated array assignment");
 						return NULL;
 					}
+					lex_slice_subs(p, w, open + 1, p->i, 1);
+					if (p->err)
+						return NULL;
 					p->i++;
 					w->flags |= HS_W_DYN;
 					sb_put(p, &b, HS_SH_DYN_CHAR);
@@ -690,6 +922,8 @@ hs_sh_lex_word(struct hs_sh_parser *p)
 			/* A marker smuggled in by an outer expansion stays run-time. */
 			if (c == HS_SH_DYN_CHAR)
 				w->flags |= HS_W_DYN;
+			else if (c == IFS_MARK)
+				w->flags |= HS_W_OPAQUE;
 			if (name_ok && (!is_name_char((unsigned char)c) || (b.len == 0 && isdigit((unsigned char)c))))
 				name_ok = 0;
 			sb_put(p, &b, c);
@@ -713,6 +947,8 @@ hs_sh_lex_heredoc(struct hs_sh_parser *p, const char *s, size_t n)
 		return NULL;
 	}
 	hs_sh_parser_init(&sub, p->a, s, n, p->depth + 1);
+	sub.vars = p->vars;
+	sub.ifs_set = p->ifs_set;
 	lex_dq(&sub, &b, w, 1);
 	if (sub.err) {
 		hs_sh_fail(p, sub.errmsg);
@@ -724,4 +960,94 @@ hs_sh_lex_heredoc(struct hs_sh_parser *p, const char *s, size_t n)
 	if (!w->s)
 		hs_sh_fail(p, "input too large");
 	return w;
+}
+
+/* The value of var is no longer known (or, when value is set, known for the first time). */
+static void
+set_var(struct hs_sh_parser *p, const char *name, size_t nlen, const char *value)
+{
+	struct hs_sh_var *v = find_var(p, name, nlen);
+
+	if (nlen == 3 && !memcmp(name, "IFS", 3))
+		p->ifs_set = 1;
+	if (v) {
+		v->value = NULL; /* assigned twice, or named: which value holds is not known */
+		return;
+	}
+	if (!value)
+		return; /* never known: it stays a run-time value */
+	v = hs_arena_zalloc(p->a, sizeof(*v));
+	if (!v) {
+		hs_sh_fail(p, "input too large");
+		return;
+	}
+	v->name = name;
+	v->nlen = nlen;
+	v->value = value;
+	v->next = p->vars;
+	p->vars = v;
+}
+
+static size_t
+name_len(const char *s)
+{
+	size_t n = 0;
+
+	if (!is_name_start((unsigned char)s[0]))
+		return 0;
+	while (is_name_char((unsigned char)s[n]))
+		n++;
+	return n;
+}
+
+/* NAME=VALUE: remember VALUE when it is a plain literal. */
+static void
+note_assign(struct hs_sh_parser *p, const struct hs_sh_word *w, int bare)
+{
+	size_t nl = name_len(w->s);
+	int lit = bare && !(w->flags & (HS_W_DYN | HS_W_GLOB | HS_W_OPAQUE | HS_W_SUBST));
+
+	if (!nl || (w->s[nl] != '=' && !(w->s[nl] == '+' && w->s[nl + 1] == '=')))
+		return;
+	set_var(p, w->s, nl, lit && w->s[nl] == '=' ? w->s + nl + 1 : NULL);
+}
+
+void
+hs_sh_note_assigns(struct hs_sh_parser *p, const struct hs_sh_word *assigns, const struct hs_sh_word *words)
+{
+	const struct hs_sh_word *w;
+	int declaring;
+	size_t nl;
+
+	for (w = assigns; w; w = w->next)
+		note_assign(p, w, !words);
+	if (!words)
+		return;
+	declaring = !(words->flags & HS_W_DYN) &&
+		(!strcmp(words->s, "export") || !strcmp(words->s, "declare") || !strcmp(words->s, "typeset") ||
+		 !strcmp(words->s, "local") || !strcmp(words->s, "readonly"));
+	for (w = words->next; w; w = w->next) {
+		if (declaring && strchr(w->s, '=')) {
+			note_assign(p, w, 1);
+			continue;
+		}
+		/* read X, for X, unset X, printf -v X, let X=1: a known name loses its value. */
+		nl = name_len(w->s);
+		if (nl && (nl == w->len || w->s[nl] == '=') && (p->vars || (nl == 3 && !memcmp(w->s, "IFS", 3))))
+			set_var(p, w->s, nl, NULL);
+	}
+}
+
+struct hs_sh_word *
+hs_sh_lex_arith_body(struct hs_sh_parser *p, size_t from, size_t to)
+{
+	struct hs_sh_word *w = hs_sh_word_lit(p->a, "\x01", 1);
+
+	if (!w) {
+		hs_sh_fail(p, "input too large");
+		return NULL;
+	}
+	w->flags |= HS_W_DYN;
+	lex_slice_subs(p, w, from, to, 0);
+	return p->err ? NULL : w;
 }

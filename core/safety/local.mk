@@ -8,7 +8,7 @@ core_safety_libhssafety_a_SOURCES = \
 	core/safety/internal.h core/safety/safety.h \
 	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c \
 	core/safety/match.c core/safety/pred.c core/safety/sql.c core/safety/policy.c \
-	core/safety/policy-index.c \
+	core/safety/policy-index.c core/safety/getopt.c \
 	core/safety/mounts.c core/safety/mounts.h \
 	core/safety/allowlist.c core/safety/allowlist.h \
 	core/safety/prompt.c core/safety/prompt.h \
@@ -83,7 +83,8 @@ policydir = $(datadir)/hs/policy
 dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.rules \
 	policy/network.rules policy/credentials.rules policy/containers.rules policy/vcs.rules \
 	policy/database.rules policy/hs-self.rules policy/credential-dirs.rules policy/storage.rules \
-	policy/firewall.rules policy/remote.rules policy/deletion.rules policy/services.rules policy/macos.rules
+	policy/firewall.rules policy/remote.rules policy/deletion.rules policy/services.rules policy/macos.rules \
+	policy/wrappers.rules policy/run-time-targets.rules
 dist_policy_DATA += policy/env-hooks.rules
 dist_man_MANS += man/hs-policy.5
 EXTRA_DIST += tests/safety/toml-seeds

@@ -23,6 +23,7 @@ struct opt {
 	const char *name;
 	size_t len;
 	int is_long;
+	int known;      /* in the program's grammar, so spelled out in full */
 	const char *value;
 };
 
@@ -47,32 +48,14 @@ struct mctx {
 	struct parsed pa;
 };
 
-static int
-short_takes_arg(const struct hs_progdecl *d, char l)
-{
-	return d && l && strchr(d->short_arg, l);
-}
-
-static int
-long_takes_arg(const struct hs_progdecl *d, const char *name, size_t len)
-{
-	size_t k;
-
-	if (!d)
-		return 0;
-	for (k = 0; k < d->long_arg.n; k++)
-		if (strlen(d->long_arg.v[k]) == len && !strncmp(d->long_arg.v[k], name, len))
-			return 1;
-	return 0;
-}
-
 static void
-add_opt(struct parsed *pa, const char *name, size_t len, int is_long, const char *value)
+add_opt(struct parsed *pa, const char *name, size_t len, int is_long, const char *value, int known)
 {
 	if (pa->nopt >= MAX_OPTS) {
 		pa->overflow = 1;
 		return;
 	}
+	pa->opts[pa->nopt].known = known;
 	pa->opts[pa->nopt].name = name;
 	pa->opts[pa->nopt].len = len;
 	pa->opts[pa->nopt].is_long = is_long;
@@ -84,50 +67,32 @@ static void
 parse_argv(struct mctx *m)
 {
 	const struct hs_cmd *c = m->c;
-	const struct hs_progdecl *d = m->decl;
 	struct parsed *pa = &m->pa;
-	int i, endopts = 0;
-	const char *a, *eq, *l;
+	struct hs_optstate st = { .i = 1 };
+	struct hs_opt o;
+	const char *dyn;
 
-	for (i = 1; i < c->argc; i++) {
-		a = c->argv[i];
-		if (endopts || a[0] != '-' || !a[1] || a[0] == HS_SH_DYN_CHAR) {
+	/* GNU getopt order: options may follow operands, until "--". */
+	while (st.i < c->argc || st.cl) {
+		/*
+		 * -rf${Z}/: an unquoted run-time value may split the word, so
+		 * what follows it may be a word of its own.
+		 */
+		if (!st.cl && !st.dashdash && c->argv[st.i][0] == '-' && (c->aflags[st.i] & HS_W_DYN) &&
+		    (dyn = strrchr(c->argv[st.i], HS_SH_DYN_CHAR)) && dyn[1] && pa->npos < MAX_POS)
+			pa->pos[pa->npos++] = dyn + 1;
+		if (!st.dashdash && (st.cl || c->argv[st.i][0] != HS_SH_DYN_CHAR) &&
+		    hs_opt_next(m->decl, c->argv, c->argc, &st, &o)) {
+			add_opt(pa, o.name, o.len, o.is_long, o.value, o.kind != HS_OK_UNKNOWN);
+			continue;
+		}
+		if (st.i < c->argc) {
 			if (pa->npos < MAX_POS)
-				pa->pos[pa->npos++] = a;
+				pa->pos[pa->npos++] = c->argv[st.i];
 			else
 				pa->overflow = 1;
-			continue;
 		}
-		if (a[1] == '-') {
-			if (!a[2]) {
-				endopts = 1;
-				continue;
-			}
-			eq = strchr(a + 2, '=');
-			if (eq) {
-				add_opt(pa, a + 2, (size_t)(eq - a - 2), 1, eq + 1);
-			} else if (long_takes_arg(d, a + 2, strlen(a + 2)) && i + 1 < c->argc) {
-				add_opt(pa, a + 2, strlen(a + 2), 1, c->argv[i + 1]);
-				i++;
-			} else {
-				add_opt(pa, a + 2, strlen(a + 2), 1, NULL);
-			}
-			continue;
-		}
-		for (l = a + 1; *l; l++) {
-			if (short_takes_arg(d, *l)) {
-				if (l[1]) {
-					add_opt(pa, l, 1, 0, l + 1);
-				} else if (i + 1 < c->argc) {
-					add_opt(pa, l, 1, 0, c->argv[i + 1]);
-					i++;
-				} else {
-					add_opt(pa, l, 1, 0, NULL);
-				}
-				break;
-			}
-			add_opt(pa, l, 1, 0, NULL);
-		}
+		st.i++;
 	}
 }
 
@@ -138,7 +103,12 @@ spec_matches_opt(const struct mctx *m, const struct hs_flagspec *f, const struct
 
 	for (k = 0; k < f->n; k++) {
 		nl = strlen(f->names[k]);
-		if (o->is_long != (nl > 1) || nl != o->len || strncmp(f->names[k], o->name, nl))
+		/*
+		 * A long option the grammar does not know may be an abbreviation
+		 * (git reset --har): any prefix of the rule's name matches.
+		 */
+		if (!o->len || o->is_long != (nl > 1) || (nl != o->len && (o->known || !o->is_long || o->len > nl)) ||
+		    strncmp(f->names[k], o->name, o->len))
 			continue;
 		if (!f->value)
 			return 1;

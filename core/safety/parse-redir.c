@@ -76,11 +76,26 @@ hs_sh_eat_newline(struct hs_sh_parser *p)
 	}
 }
 
+/* {name}>file: bash opens a new descriptor and stores it in name.  The end of "{name}", or p->i. */
+static size_t
+brace_fd_end(const struct hs_sh_parser *p)
+{
+	size_t j = p->i + 1;
+
+	if (p->i >= p->n || p->s[p->i] != '{' || j >= p->n || !(isalpha((unsigned char)p->s[j]) || p->s[j] == '_'))
+		return p->i;
+	while (j < p->n && (isalnum((unsigned char)p->s[j]) || p->s[j] == '_'))
+		j++;
+	return j < p->n && p->s[j] == '}' ? j + 1 : p->i;
+}
+
 int
 hs_sh_is_redir_start(struct hs_sh_parser *p)
 {
-	size_t j = p->i;
+	size_t j = brace_fd_end(p);
 
+	if (j > p->i)
+		return j < p->n && (p->s[j] == '<' || p->s[j] == '>');
 	while (j < p->n && isdigit((unsigned char)p->s[j]))
 		j++;
 	if (j >= p->n)
@@ -119,6 +134,10 @@ hs_sh_parse_redirect(struct hs_sh_parser *p, struct hs_sh_redir ***tail)
 	if (!r) {
 		hs_sh_fail(p, "input too large");
 		return;
+	}
+	if (brace_fd_end(p) > p->i) {
+		p->i = brace_fd_end(p);
+		fd = 10; /* bash allocates a descriptor of 10 or more */
 	}
 	while (p->i < p->n && isdigit((unsigned char)s[p->i])) {
 		fd = (fd < 0 ? 0 : fd) * 10 + (s[p->i] - '0');

@@ -139,9 +139,11 @@ expect_kw(struct hs_sh_parser *p, enum kw want, const char *msg)
 	return 1;
 }
 
-static void
+/* ((...)): skipped, but the substitutions in it run; returns a word holding them. */
+static struct hs_sh_word *
 skip_arith(struct hs_sh_parser *p)
 {
+	size_t start = p->i;
 	int depth = 0;
 
 	for (; p->i < p->n; p->i++) {
@@ -150,11 +152,12 @@ skip_arith(struct hs_sh_parser *p)
 		} else if (p->s[p->i] == ')') {
 			if (--depth == 0) {
 				p->i++;
-				return;
+				return hs_sh_lex_arith_body(p, start + 2, p->i - 2 > start + 2 ? p->i - 2 : start + 2);
 			}
 		}
 	}
 	hs_sh_fail(p, "unterminated ((...))");
+	return NULL;
 }
 
 static void
@@ -242,14 +245,21 @@ parse_for(struct hs_sh_parser *p, struct hs_sh_node *b)
 
 	hs_sh_skip_blanks(p);
 	if (p->i + 1 < p->n && p->s[p->i] == '(' && p->s[p->i + 1] == '(') {
-		skip_arith(p);
+		b->words = skip_arith(p);
 		hs_sh_skip_blanks(p);
 		if (p->i < p->n && p->s[p->i] == ';')
 			p->i++;
 		return p->err ? NULL : parse_loop_body(p, b, &b->child);
 	}
-	if (!hs_sh_lex_word(p))
+	w = hs_sh_lex_word(p);
+	if (!w)
 		return NULL;
+	{
+		/* The loop variable takes values we do not follow. */
+		struct hs_sh_word kw = { .s = (char *)"for", .len = 3, .next = w };
+
+		hs_sh_note_assigns(p, NULL, &kw);
+	}
 	hs_sh_skip_blanks(p);
 	if (p->i < p->n && p->s[p->i] == ';')
 		p->i++;
@@ -369,6 +379,37 @@ parse_dbracket(struct hs_sh_parser *p, struct hs_sh_node *n)
 			return n;
 		}
 		c = p->s[p->i];
+		if (w->len == 2 && !memcmp(w->s, "=~", 2)) {
+			/* The regex after =~ is one word, parentheses (and a # after them) included. */
+			size_t start = p->i;
+			int depth = 0;
+
+			for (; p->i < p->n; p->i++) {
+				c = p->s[p->i];
+				if (depth == 0 && (c == ' ' || c == '\t' || c == '\n'))
+					break;
+				if (c == '\\' && p->i + 1 < p->n) {
+					p->i++;
+				} else if (c == '\'' || c == '"') {
+					const char *q = memchr(p->s + p->i + 1, c, p->n - p->i - 1);
+
+					if (!q) {
+						hs_sh_fail(p, "unterminated quote in [[ ]]");
+						return NULL;
+					}
+					p->i = (size_t)(q - p->s);
+				} else if (c == '(') {
+					depth++;
+				} else if (c == ')' && depth > 0) {
+					depth--;
+				}
+			}
+			w = hs_sh_lex_arith_body(p, start, p->i);
+			if (!w)
+				return NULL;
+			add_words(p, &wt, w);
+			continue;
+		}
 		if (hs_sh_is_meta((unsigned char)c)) {
 			size_t l = (p->i + 1 < p->n && (c == '&' || c == '|') && p->s[p->i + 1] == c) ? 2 : 1;
 
@@ -457,6 +498,7 @@ parse_simple(struct hs_sh_parser *p)
 	}
 	if (!n->words && !n->assigns && !n->redirs)
 		return NULL;
+	hs_sh_note_assigns(p, n->assigns, n->words);
 	return n;
 }
 
@@ -547,6 +589,30 @@ parse_compound(struct hs_sh_parser *p, enum kw kw, size_t klen)
 	return p->err ? NULL : b;
 }
 
+/* At "coproc": step over it, and over a NAME that a compound command follows. */
+static int
+is_coproc(struct hs_sh_parser *p)
+{
+	size_t j = p->i + 6, k;
+
+	if (p->n - p->i < 7 || memcmp(p->s + p->i, "coproc", 6) || (p->s[j] != ' ' && p->s[j] != '\t'))
+		return 0;
+	while (j < p->n && (p->s[j] == ' ' || p->s[j] == '\t'))
+		j++;
+	for (k = j; k < p->n && (isalnum((unsigned char)p->s[k]) || p->s[k] == '_'); k++)
+		;
+	if (k > j) {
+		size_t m = k;
+
+		while (m < p->n && (p->s[m] == ' ' || p->s[m] == '\t'))
+			m++;
+		if (m > k && m < p->n && (p->s[m] == '{' || p->s[m] == '('))
+			j = m;
+	}
+	p->i = j;
+	return 1;
+}
+
 static struct hs_sh_node *
 parse_command(struct hs_sh_parser *p)
 {
@@ -568,10 +634,14 @@ parse_command(struct hs_sh_parser *p)
 	default:
 		if (p->i < p->n && p->s[p->i] == '(') {
 			if (p->i + 1 < p->n && p->s[p->i + 1] == '(') {
-				skip_arith(p);
-				n = p->err ? NULL : new_node(p, HS_SH_CMD);
-				if (n)
+				struct hs_sh_word *aw = skip_arith(p);
+
+				/* A block whose header word carries the substitutions of the arithmetic. */
+				n = p->err ? NULL : new_node(p, HS_SH_BLOCK);
+				if (n) {
+					n->words = aw;
 					hs_sh_parse_trailing_redirs(p, n);
+				}
 				break;
 			}
 			p->i++;
@@ -588,6 +658,11 @@ parse_command(struct hs_sh_parser *p)
 			}
 			p->i++;
 			hs_sh_parse_trailing_redirs(p, n);
+			break;
+		}
+		if (is_coproc(p)) {
+			/* coproc [NAME] COMMAND: the command runs, in the background. */
+			n = parse_command(p);
 			break;
 		}
 		n = parse_simple(p);

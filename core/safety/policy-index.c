@@ -152,7 +152,7 @@ hs_policy_index(struct hs_policy *p)
 	for (k = 0; k < p->n_rules; k++)
 		total += p->rules[k].programs.n;
 	for (k = 0; k < p->n_decls; k++)
-		total += p->decls[k].names.n;
+		total += p->decls[k].names.n * 2; /* "docker exec" also marks "docker" */
 	for (p->idx_cap = 64; p->idx_cap < total * 2 + 1; p->idx_cap *= 2)
 		;
 	p->idx = calloc(p->idx_cap, sizeof(*p->idx));
@@ -185,9 +185,22 @@ hs_policy_index(struct hs_policy *p)
 	/* The last declaration of a name wins, so admins can redeclare. */
 	for (k = 0; k < p->n_decls; k++) {
 		for (j = 0; j < p->decls[k].names.n; j++) {
-			e = idx_slot(p, p->decls[k].names.v[j]);
-			e->name = p->decls[k].names.v[j];
+			const char *v = p->decls[k].names.v[j], *sp = strchr(v, ' ');
+
+			e = idx_slot(p, v);
+			e->name = v;
 			e->decl = &p->decls[k];
+			if (sp) {
+				/* The grammar of a subcommand: the program's entry says to look for it. */
+				const char *first = hs_arena_strndup(&p->mem, v, (size_t)(sp - v));
+
+				if (!first)
+					return -1;
+				e = idx_slot(p, first);
+				if (!e->name)
+					e->name = first;
+				e->has_sub = 1;
+			}
 		}
 	}
 	return 0;

@@ -180,6 +180,7 @@ parse_pred(struct load *l, const char *src, struct hs_pred *pr, const char *rule
 	} kinds[] = {
 		{ "glob:", HS_P_GLOB }, { "iglob:", HS_P_IGLOB }, { "path:", HS_P_PATH }, { "under:", HS_P_UNDER },
 		{ "has:", HS_P_HAS }, { "sql:", HS_P_SQL }, { "mount:", HS_P_MOUNT }, { "value:", HS_P_VALUE },
+		{ "unknown:", HS_P_UNKNOWN },
 	};
 	size_t k, pl;
 	const char *arg = src, *eq;
@@ -216,6 +217,7 @@ parse_pred(struct load *l, const char *src, struct hs_pred *pr, const char *rule
 		return parse_pred(l, eq + 1, pr->inner, rule);
 	case HS_P_PATH:
 	case HS_P_UNDER:
+	case HS_P_UNKNOWN:
 		pr->arg = pstrdup(l->p, arg);
 		return pend_set(l, pr, rule);
 	default:
@@ -336,15 +338,146 @@ declared(const struct hs_policy *p, const char *prog)
 	return 0;
 }
 
+static const char *const runs_names[] = { "", "command", "shell", "eval", "source", "find", "xargs", "watch",
+	"su", "ssh", "parallel", "stdin", "options", "dashdash", "code-operand", NULL };
+static const char *const tag_names[] = { "", "", "", "", "code", "split", "stop", "opaque", "argv", "int", NULL };
+
+/* One "options" entry: -x, -x:, -x::, --name: code KEY=PREFIX..., -x stop (see hs-policy(5)). */
+static int
+add_option(struct load *l, struct hs_progdecl *d, struct hs_longopt *lo, const char *spec, int legacy)
+{
+	struct hs_policy *p = l->p;
+	const char *s = spec, *t;
+	const char **when;
+	size_t nl, nw = 0, k;
+	int kind = legacy ? HS_OK_ARG : HS_OK_FLAG;
+
+	if (s[0] != '-' || !s[1] || (s[1] == '-' && !s[2]))
+		goto bad;
+	s += s[1] == '-' ? 2 : 1;
+	nl = strcspn(s, ": ");
+	if (!nl || (spec[1] != '-' && nl != 1))
+		goto bad;
+	lo->name = hs_arena_strndup(&p->mem, s, nl);
+	lo->len = nl;
+	if (!lo->name)
+		return fail(l, "out of memory");
+	s += nl;
+	if (s[0] == ':')
+		kind = s[1] == ':' ? HS_OK_OPTARG : HS_OK_ARG;
+	s += strspn(s, ":");
+	s += strspn(s, " ");
+	if (*s) {
+		t = s;
+		nl = strcspn(s, " ");
+		for (k = 4; tag_names[k]; k++)
+			if (strlen(tag_names[k]) == nl && !strncmp(tag_names[k], t, nl))
+				kind = (int)k;
+		if (kind < HS_OK_CODE)
+			goto bad;
+		s += nl;
+		s += strspn(s, " ");
+		if (*s) {
+			/* KEY=PREFIX conditions of a code option. */
+			when = hs_arena_alloc(&p->mem, sizeof(*when) * (strlen(s) / 2 + 2));
+			if (!when)
+				return fail(l, "out of memory");
+			while (*s) {
+				nl = strcspn(s, " ");
+				if (!memchr(s, '=', nl))
+					goto bad;
+				if (!(when[nw++] = hs_arena_strndup(&p->mem, s, nl)))
+					return fail(l, "out of memory");
+				s += nl;
+				s += strspn(s, " ");
+			}
+			when[nw] = NULL;
+			lo->when = (const char *const *)when;
+		}
+	}
+	lo->kind = kind;
+	return 0;
+bad:
+	return fail(l, "%s: bad option '%s' in the grammar of '%s' (use -x, -x:, -x::, --name, --name: code ...)",
+		    l->file, spec, d->names.v[0]);
+}
+
+/* arg_options (operands only), options (the full grammar), runs, operands, assignments, subcommand. */
+static int
+load_grammar(struct load *l, const config_setting_t *e, struct hs_progdecl *d)
+{
+	struct hs_strlist args, opts;
+	const config_setting_t *s;
+	struct hs_longopt *pool;
+	const char *w;
+	size_t k;
+	int v;
+
+	if (get_strlist(l, config_setting_get_member(e, "arg_options"), &args, "arg_options") ||
+	    get_strlist(l, config_setting_get_member(e, "options"), &opts, "options"))
+		return -1;
+	d->complete = config_setting_get_member(e, "options") != NULL;
+	if (config_setting_lookup_bool(e, "complete", &v) == CONFIG_TRUE)
+		d->complete = v;
+	/* Long options fill the pool from the front; short ones are only pointed at by sopt[]. */
+	pool = hs_arena_zalloc(&l->p->mem, sizeof(*pool) * (args.n + opts.n + 1) * 2);
+	if (!pool)
+		return fail(l, "out of memory");
+	d->longs = pool;
+	for (k = 0; k < args.n + opts.n; k++) {
+		const char *spec = k < args.n ? args.v[k] : opts.v[k - args.n];
+		int is_short = spec[0] == '-' && spec[1] != '-';
+		struct hs_longopt *lo = is_short ? &pool[args.n + opts.n + 1 + k] : &pool[d->nlong];
+
+		size_t j;
+
+		if (add_option(l, d, lo, spec, k < args.n))
+			return -1;
+		if (is_short) {
+			if ((unsigned char)lo->name[0] < 128)
+				d->sopt[(unsigned char)lo->name[0]] = lo;
+			continue;
+		}
+		/* Named again (in "options" after "arg_options"): the later entry says what it is. */
+		for (j = 0; j < d->nlong && strcmp(d->longs[j].name, lo->name); j++)
+			;
+		if (j < d->nlong)
+			d->longs[j] = *lo;
+		else
+			d->nlong++;
+	}
+	s = config_setting_get_member(e, "runs");
+	if (s) {
+		w = config_setting_get_string(s);
+		for (k = 1; w && runs_names[k] && strcmp(runs_names[k], w); k++)
+			;
+		if (!w || !runs_names[k])
+			return fail(l, "%s:%d: unknown 'runs' value '%s'", l->file, config_setting_source_line(s), w ? w : "?");
+		d->runs = (int)k;
+	}
+	if (config_setting_lookup_int(e, "operands", &v) == CONFIG_TRUE)
+		d->operands = v;
+	if (config_setting_lookup_bool(e, "assignments", &v) == CONFIG_TRUE)
+		d->assigns = v;
+	if (config_setting_lookup_bool(e, "single_dash_long", &v) == CONFIG_TRUE)
+		d->single_dash = v;
+	if (config_setting_lookup_bool(e, "last_wins", &v) == CONFIG_TRUE)
+		d->last_wins = v;
+	if (config_setting_lookup_string(e, "operand_glob", &w) == CONFIG_TRUE && !(d->operand_glob = pstrdup(l->p, w)))
+		return fail(l, "out of memory");
+	if (config_setting_lookup_string(e, "subcommand", &w) == CONFIG_TRUE && !(d->sub = pstrdup(l->p, w)))
+		return fail(l, "out of memory");
+	return 0;
+}
+
 static int
 load_programs(struct load *l, const config_setting_t *list)
 {
 	struct hs_policy *p = l->p;
 	const config_setting_t *e, *s;
 	struct hs_progdecl *d, *nd;
-	struct hs_strlist args;
 	const char *w;
-	size_t k, sl;
+	size_t k;
 	int i, n;
 
 	n = config_setting_length(list);
@@ -365,24 +498,8 @@ load_programs(struct load *l, const config_setting_t *list)
 				return fail(l, "%s:%d: program '%s' is already declared: a user policy file may only "
 					    "add rules and declarations (see hs-policy(5))", l->file,
 					    config_setting_source_line(e), d->names.v[k]);
-		if (get_strlist(l, config_setting_get_member(e, "arg_options"), &args, "arg_options"))
+		if (load_grammar(l, e, d))
 			return -1;
-		for (k = 0; k < args.n; k++) {
-			if (args.v[k][0] == '-' && args.v[k][1] == '-') {
-				if (!d->long_arg.v) {
-					d->long_arg.v = hs_arena_alloc(&p->mem, sizeof(char *) * args.n);
-					if (!d->long_arg.v)
-						return fail(l, "out of memory");
-				}
-				d->long_arg.v[d->long_arg.n++] = args.v[k] + 2;
-			} else if (args.v[k][0] == '-' && args.v[k][1] && !args.v[k][2]) {
-				sl = strlen(d->short_arg);
-				if (sl + 1 < sizeof(d->short_arg))
-					d->short_arg[sl] = args.v[k][1];
-			} else {
-				return fail(l, "%s: bad arg_option '%s' (use -x or --long)", l->file, args.v[k]);
-			}
-		}
 		s = config_setting_get_member(e, "writes");
 		if (s) {
 			w = config_setting_get_string(s);

@@ -189,6 +189,32 @@ path_pred(const struct hs_policy *p, const struct hs_pred *pr, const char *word,
 	return set_match_under(pr->set, norm);
 }
 
+/*
+ * "$X", "$X/", "/dev/$X", "~/$X": a value known only at run time
+ * decides the path.  With the values before it taken as empty (an unset
+ * variable), the path it still names, or the directory the run-time part
+ * is inside, is in the set; a word that is all run-time counts as "/".
+ */
+static int
+unknown_pred(const struct hs_policy *p, const struct hs_pred *pr, const char *word, const char *cwd)
+{
+	const char *rest = word, *eq = strchr(word, '=');
+	char norm[1024];
+	int partial;
+
+	if (!strchr(word, HS_SH_DYN_CHAR))
+		return 0;
+	if (word[0] == '-' && eq)
+		rest = word = eq + 1; /* --output=$X */
+	while (*rest == HS_SH_DYN_CHAR)
+		rest++;
+	if (rest != word && *rest != '/')
+		return *rest ? 0 : set_match_one(pr->set, "/");
+	if (!hs_path_norm(p, rest, cwd, norm, sizeof(norm), &partial))
+		return 0;
+	return set_match_one(pr->set, norm);
+}
+
 /* Paths hide in words like of=/dev/sda, --file=~/.ssh/id_rsa or @~/.aws/credentials. */
 static int
 path_pred_word(const struct hs_policy *p, const struct hs_pred *pr, const char *word, const char *cwd)
@@ -247,6 +273,8 @@ hs_pred_match(const struct hs_policy *p, const struct hs_pred *pr, const char *w
 	case HS_P_PATH:
 	case HS_P_UNDER:
 		return path_pred_word(p, pr, word, cwd);
+	case HS_P_UNKNOWN:
+		return unknown_pred(p, pr, word, cwd);
 	case HS_P_HAS:
 		return has_pred(word, pr->arg, pr->arglen);
 	case HS_P_SQL:

@@ -3,123 +3,20 @@
  *
  * sudo, env, timeout, nice, xargs, find -exec, sh -c, eval, source and
  * friends run another command (or a script) that matters more than they
- * do.  How each of them reads its argv is analyser knowledge, kept in the
- * table below; what is dangerous is policy, kept in the rule files.
+ * do.  How each of them reads its argv (its option grammar) and what it
+ * runs (the "runs" key) are policy data, in policy/wrappers.rules; how
+ * each kind of running is followed is here.  A wrapper whose grammar is
+ * complete and which meets an option outside it is opaque: that option
+ * might take the command as its operand.
  */
 #include "config.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/safety/internal.h"
-
-/* How the resolver treats a program name. */
-enum resolve_kind { R_WRAPPER = 0, R_SHELL, R_EVAL, R_SOURCE, R_FIND, R_XARGS, R_WATCH, R_SU, R_SSH };
-
-struct wrapper {
-	const char *name;
-	int kind;                     /* enum resolve_kind */
-	const char *short_arg;        /* option letters that take an argument */
-	const char *const *long_arg;  /* long options that take an argument */
-	const char *no_cmd;           /* short options meaning nothing is run */
-	int skip_pos;                 /* positional words before the command */
-	int assigns;                  /* NAME=VALUE words may precede the command */
-	const char *sub;              /* required subcommand ("run" for poetry run) */
-};
-
-static const char *const sudo_long[] = { "user", "group", "prompt", "chdir", "chroot", "close-from",
-	"host", "role", "type", "command-timeout", "other-user", NULL };
-static const char *const env_long[] = { "unset", "chdir", "block-signal", "default-signal", "ignore-signal", "argv0", NULL };
-static const char *const timeout_long[] = { "signal", "kill-after", NULL };
-static const char *const nice_long[] = { "adjustment", NULL };
-static const char *const time_long[] = { "format", "output", NULL };
-static const char *const stdbuf_long[] = { "input", "output", "error", NULL };
-static const char *const xargs_long[] = { "arg-file", "delimiter", "eof", "replace", "max-lines", "max-args",
-	"max-procs", "max-chars", "process-slot-var", NULL };
-static const char *const none_long[] = { NULL };
-
-/*
- * Every program name the resolver knows, kept sorted by strcmp() for bsearch():
- * shells, eval, source, find, xargs, watch, su-likes, ssh and the generic
- * wrappers (short_arg is NULL for names that are not generic wrappers).
- */
-static const struct wrapper wrappers[] = {
-	{ ".", R_SOURCE, NULL, none_long, "", 0, 0, NULL },
-	{ "ash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "bash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "builtin", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "bundle", R_WRAPPER, "", none_long, "", 0, 0, "exec" },
-	{ "busybox", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "catchsegv", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "chroot", R_WRAPPER, "", none_long, "", 1, 0, NULL },
-	{ "chrt", R_WRAPPER, "", none_long, "p", 1, 0, NULL },
-	{ "command", R_WRAPPER, "", none_long, "vV", 0, 0, NULL },
-	{ "dash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "dbus-run-session", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "doas", R_WRAPPER, "uC", none_long, "", 0, 0, NULL },
-	{ "env", R_WRAPPER, "uCa", env_long, "", 0, 1, NULL },
-	{ "eval", R_EVAL, NULL, none_long, "", 0, 0, NULL },
-	{ "exec", R_WRAPPER, "a", none_long, "", 0, 0, NULL },
-	{ "fakeroot", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "find", R_FIND, NULL, none_long, "", 0, 0, NULL },
-	{ "fish", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "flock", R_WRAPPER, "wEc", none_long, "", 1, 0, NULL },
-	{ "ionice", R_WRAPPER, "cnp", none_long, "", 0, 0, NULL },
-	{ "ksh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "ltrace", R_WRAPPER, "aAeEnoOpsSuX", none_long, "", 0, 0, NULL },
-	{ "mksh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "nice", R_WRAPPER, "n", nice_long, "", 0, 0, NULL },
-	{ "nohup", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "nsenter", R_WRAPPER, "tSGwr", none_long, "", 0, 0, NULL },
-	{ "pdm", R_WRAPPER, "", none_long, "", 0, 0, "run" },
-	{ "pipenv", R_WRAPPER, "", none_long, "", 0, 0, "run" },
-	{ "poetry", R_WRAPPER, "", none_long, "", 0, 0, "run" },
-	{ "posh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "proxychains", R_WRAPPER, "f", none_long, "", 0, 0, NULL },
-	{ "proxychains4", R_WRAPPER, "f", none_long, "", 0, 0, NULL },
-	{ "rbash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "runuser", R_SU, "ugG", none_long, "", 0, 0, NULL },
-	{ "script", R_SU, NULL, none_long, "", 0, 0, NULL },
-	{ "setsid", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "sg", R_WRAPPER, "", none_long, "", 1, 0, NULL },
-	{ "sh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "source", R_SOURCE, NULL, none_long, "", 0, 0, NULL },
-	{ "ssh", R_SSH, NULL, none_long, "", 0, 0, NULL },
-	{ "stdbuf", R_WRAPPER, "ioe", stdbuf_long, "", 0, 0, NULL },
-	{ "strace", R_WRAPPER, "abeEIoOpPsSuUX", none_long, "", 0, 0, NULL },
-	{ "su", R_SU, NULL, none_long, "", 0, 0, NULL },
-	{ "sudo", R_WRAPPER, "CDghpRrtTUu", sudo_long, "lVvK", 0, 1, NULL },
-	{ "systemd-run", R_WRAPPER, "pEuMH", none_long, "", 0, 0, NULL },
-	{ "taskset", R_WRAPPER, "", none_long, "p", 1, 0, NULL },
-	{ "time", R_WRAPPER, "fo", time_long, "", 0, 0, NULL },
-	{ "timeout", R_WRAPPER, "sk", timeout_long, "", 1, 0, NULL },
-	{ "torsocks", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "unbuffer", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "unshare", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "uv", R_WRAPPER, "", none_long, "", 0, 0, "run" },
-	{ "valgrind", R_WRAPPER, "", none_long, "", 0, 0, NULL },
-	{ "watch", R_WATCH, NULL, none_long, "", 0, 0, NULL },
-	{ "xargs", R_XARGS, "aEdILnPs", xargs_long, "", 0, 0, NULL },
-	{ "xvfb-run", R_WRAPPER, "nsef", none_long, "", 0, 0, NULL },
-	{ "yash", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-	{ "zsh", R_SHELL, NULL, none_long, "", 0, 0, NULL },
-};
-
-
-static int
-is_assign(const char *s)
-{
-	const char *eq = strchr(s, '=');
-	const char *p;
-
-	if (!eq || eq == s || (s[0] >= '0' && s[0] <= '9'))
-		return 0;
-	for (p = s; p < eq; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-			return 0;
-	return 1;
-}
 
 void
 hs_analyse_tail(struct hs_actx *x, const struct hs_cmd *c, int from, struct hs_progset *produced)
@@ -140,6 +37,10 @@ hs_analyse_tail(struct hs_actx *x, const struct hs_cmd *c, int from, struct hs_p
 	in.argc = c->argc - from;
 	in.script_from.n = 0;
 	av = in.argv[0];
+	if ((in.aflags[0] & HS_W_GLOB) && hs_is_glob(av)) {
+		hs_actx_opaque(x, "program name is a glob pattern");
+		return;
+	}
 	if (in.aflags[0] & HS_W_DYN) {
 		slash = strrchr(av, '/');
 		if (!slash || !slash[1] || strchr(slash, HS_SH_DYN_CHAR)) {
@@ -166,30 +67,6 @@ hs_analyse_argv(struct hs_actx *x, const char **argv, const unsigned *aflags, in
 	c.aprod = NULL;
 	c.argc = argc;
 	hs_analyse_tail(x, &c, 0, produced);
-}
-
-/* Join argv[from..] with spaces: the text eval, watch or ssh hand to a shell. */
-static char *
-join_args(struct hs_actx *x, const struct hs_cmd *c, int from)
-{
-	size_t len = 1, pos = 0, l;
-	char *buf;
-	int i;
-
-	for (i = from; i < c->argc; i++)
-		len += strlen(c->argv[i]) + 1;
-	buf = hs_arena_alloc(x->a, len);
-	if (!buf)
-		return NULL;
-	for (i = from; i < c->argc; i++) {
-		if (pos)
-			buf[pos++] = ' ';
-		l = strlen(c->argv[i]);
-		memcpy(buf + pos, c->argv[i], l);
-		pos += l;
-	}
-	buf[pos] = '\0';
-	return buf;
 }
 
 /* A word that is exactly one command substitution, e.g. "$(curl ...)". */
@@ -467,7 +344,7 @@ do_find(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
 }
 
 static void
-do_xargs(struct hs_actx *x, struct hs_cmd *c, const struct wrapper *w, int start, struct hs_progset *produced)
+do_xargs(struct hs_actx *x, struct hs_cmd *c, int start, struct hs_progset *produced)
 {
 	const char *argv[256], *repl = NULL;
 	unsigned flags[256];
@@ -483,7 +360,6 @@ do_xargs(struct hs_actx *x, struct hs_cmd *c, const struct wrapper *w, int start
 		else if (!strcmp(c->argv[i], "-i") || !strcmp(c->argv[i], "--replace"))
 			repl = "{}";
 	}
-	(void)w;
 	if (start >= c->argc) {
 		return; /* plain xargs runs echo */
 	}
@@ -503,7 +379,7 @@ do_xargs(struct hs_actx *x, struct hs_cmd *c, const struct wrapper *w, int start
 
 		for (tok = t ? strtok_r(t, " \t\n", &save) : NULL; tok && n < 255; tok = strtok_r(NULL, " \t\n", &save)) {
 			argv[n] = tok;
-			flags[n++] = 0;
+			flags[n++] = strchr(tok, HS_SH_DYN_CHAR) ? HS_W_DYN : 0;
 		}
 	} else if (!repl) {
 		argv[n] = "\x01";
@@ -513,190 +389,571 @@ do_xargs(struct hs_actx *x, struct hs_cmd *c, const struct wrapper *w, int start
 }
 
 static void
-do_generic(struct hs_actx *x, struct hs_cmd *c, const struct wrapper *w, struct hs_progset *produced)
+opaque_opt(struct hs_actx *x, const struct hs_cmd *c, const struct hs_opt *o, const char *why)
 {
-	int i = 1, skip = w->skip_pos, nenv = c->nenv, j;
-	const char *a, *split = NULL;
-	const char **env = NULL;
-	struct hs_cmd in;
-	char *text;
+	char msg[160];
+	size_t n = o->is_long ? strcspn(o->word, "=:") : 1;
 
-	if (w->sub) {
-		if (c->argc < 2 || strcmp(c->argv[1], w->sub))
-			return;
-		i = 2;
-	}
-	while (i < c->argc) {
-		a = c->argv[i];
-		if (w->assigns && is_assign(a) && !(c->aflags[i] & HS_W_DYN && a[0] == HS_SH_DYN_CHAR)) {
-			if (!env) {
-				env = hs_arena_alloc(x->a, sizeof(*env) * (size_t)(c->nenv + c->argc));
-				if (!env)
-					return;
-				for (j = 0; j < c->nenv; j++)
-					env[j] = c->env[j];
-			}
-			env[nenv++] = a;
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || !a[1])
-			break;
-		if (a[1] == '-') {
-			const char *eq = strchr(a, '=');
-			size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-			int k, takes = 0;
-
-			for (k = 0; w->long_arg[k]; k++)
-				if (strlen(w->long_arg[k]) == nl && !strncmp(w->long_arg[k], a + 2, nl))
-					takes = 1;
-			if (!strcmp(w->name, "env") && !strncmp(a, "--split-string", 14))
-				split = eq ? eq + 1 : (i + 1 < c->argc ? c->argv[i + 1] : NULL), takes = !eq;
-			i += (takes && !eq) ? 2 : 1;
-			continue;
-		}
-		for (a++; *a; a++) {
-			if (strchr(w->no_cmd, *a))
-				return;
-			if (!strcmp(w->name, "env") && *a == 'S') {
-				split = a[1] ? a + 1 : (i + 1 < c->argc ? c->argv[i + 1] : NULL);
-				if (!a[1])
-					i++;
-				break;
-			}
-			if (strchr(w->short_arg, *a)) {
-				if (!a[1])
-					i++;
-				break;
-			}
-		}
-		i++;
-	}
-	if (!strcmp(w->name, "xargs")) {
-		do_xargs(x, c, w, i, produced);
-		return;
-	}
-	in = *c;
-	if (env) {
-		in.env = env;
-		in.nenv = nenv;
-	}
-	if (split) {
-		/* env -S 'prog args' REST: the string is split into words. */
-		in.argc = c->argc;
-		text = join_args(x, c, i);
-		if (text) {
-			size_t l = strlen(split) + strlen(text) + 2;
-			char *all = hs_arena_alloc(x->a, l);
-
-			if (all) {
-				snprintf(all, l, "%s %s", split, text);
-				hs_analyse_script(x, all, strlen(all), &c->stdin_from, produced);
-			}
-		}
-		return;
-	}
-	while (skip-- > 0 && i < c->argc)
-		i++;
-	hs_analyse_tail(x, &in, i, produced);
+	snprintf(msg, sizeof(msg), "%s option '%s%.*s' of %s", why, o->is_long ? "" : "-",
+		 (int)(n > 40 ? 40 : n), o->is_long ? o->word : o->name, c->prog);
+	hs_actx_opaque(x, msg);
 }
 
-/* The value of -L (or --long) in argv, or NULL. */
+/* Shell code given as an option's operand (su -c, man -P, git -c core.pager=...). */
+static void
+run_code(struct hs_actx *x, struct hs_cmd *c, const char *code, struct hs_progset *produced)
+{
+	if (*code)
+		hs_analyse_script(x, code, strlen(code), &c->stdin_from, produced);
+}
+
+/*
+ * env -S STRING: split as GNU env does (quotes, \_ for a blank, \c ends the
+ * string, # starts a comment at a word) into words put where STRING was.
+ * Returns the number of words, -1 when it cannot be split here, -2 when
+ * env itself refuses the string.
+ */
 static int
-find_opt(const struct hs_cmd *c, char letter, const char *longname)
+env_split(struct hs_actx *x, const char *s, const char **out, unsigned *flags, int max)
+{
+	char *buf = hs_arena_alloc(x->a, strlen(s) + 1), *o;
+	int n = 0, inword = 0;
+	char q = 0;
+
+	if (!buf)
+		return -1;
+	o = buf;
+	for (; *s; s++) {
+		if (!q && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\v' || *s == '\f' || *s == '\r')) {
+			if (inword) {
+				*o++ = '\0';
+				inword = 0;
+			}
+			continue;
+		}
+		if (!q && !inword && *s == '#')
+			break;
+		if (!inword) {
+			if (n >= max)
+				return -1;
+			flags[n] = 0;
+			out[n++] = o;
+			inword = 1;
+		}
+		if (*s == q) {
+			q = 0;
+		} else if (!q && (*s == '\'' || *s == '"')) {
+			q = *s;
+		} else if (*s == '\\' && q != '\'' && s[1]) {
+			s++;
+			if (*s == 'c')
+				break;
+			if (*s == '_') {
+				if (q) {
+					*o++ = ' ';
+				} else {
+					*o++ = '\0';
+					inword = 0;
+				}
+			} else {
+				*o++ = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s == 'r' ? '\r' : *s == 'f' ? '\f' :
+					*s == 'v' ? '\v' : *s;
+			}
+		} else if (*s == '$' && q != '\'') {
+			/* Only ${VAR} is expanded (from the environment: a run-time value); env refuses any other $. */
+			if (s[1] != '{' || !strchr(s, '}'))
+				return -2;
+			*o++ = HS_SH_DYN_CHAR;
+			flags[n - 1] |= HS_W_DYN;
+			s = strchr(s, '}');
+		} else {
+			*o++ = *s;
+		}
+	}
+	if (q)
+		return -1;
+	*o = '\0';
+	return n;
+}
+
+/* env -S: the split words replace the option, and env reads its argv again. */
+static void
+run_split(struct hs_actx *x, struct hs_cmd *c, const char *str, int rest, struct hs_progset *produced)
+{
+	const char *argv[256];
+	unsigned flags[256];
+	int n, i;
+
+	argv[0] = c->argv[0];
+	flags[0] = 0;
+	n = strchr(str, HS_SH_DYN_CHAR) ? -1 : env_split(x, str, argv + 1, flags + 1, 200);
+	if (n == -2)
+		return; /* env stops with an error: nothing runs */
+	if (n < 0) {
+		hs_actx_opaque(x, "env -S string that cannot be split");
+		return;
+	}
+	n++;
+	for (i = rest; i < c->argc && n < 256; i++) {
+		argv[n] = c->argv[i];
+		flags[n++] = c->aflags[i];
+	}
+	hs_analyse_argv(x, argv, flags, n, c, produced);
+}
+
+/* An integer as nice -n reads one; a run-time value may be one. */
+static int
+is_int(const char *v)
+{
+	if (!v)
+		return 0;
+	if (strchr(v, HS_SH_DYN_CHAR))
+		return 1;
+	v += *v == '-' || *v == '+';
+	return *v && strspn(v, "0123456789") == strlen(v);
+}
+
+/*
+ * Read a wrapper's options from st->i.  Returns 0 with st->i at the first
+ * operand (or past "--"), 1 when an option says nothing is run or the
+ * command became opaque, 2 when an option asks for argv mode (watch -x).
+ * Operands are collected in ops[] when permuting (GNU getopt order).
+ */
+static int
+read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_optstate *st,
+	     int *ops, int *nops, int maxops, struct hs_progset *produced)
+{
+	struct hs_opt o;
+	const char *code, *last = NULL;
+	int argv_mode = 0;
+
+	st->unknown_last = 0;
+	for (;;) {
+		if (!hs_opt_next(d, c->argv, c->argc, st, &o)) {
+			if (!ops || st->dashdash || st->i >= c->argc) {
+				if (ops && st->dashdash)
+					while (st->i < c->argc && *nops < maxops)
+						ops[(*nops)++] = st->i++;
+				if (last)
+					run_code(x, c, last, produced);
+				return argv_mode ? 2 : 0;
+			}
+			if (*nops < maxops)
+				ops[(*nops)++] = st->i;
+			st->i++;
+			continue;
+		}
+		/* An unknown option of a partial grammar may take the next word as its operand. */
+		st->unknown_last = o.kind == HS_OK_UNKNOWN && !st->cl && !(o.is_long && strchr(o.word, '='));
+		switch (o.kind) {
+		case HS_OK_UNKNOWN:
+			if (d->complete) {
+				opaque_opt(x, c, &o, "unknown");
+				return 1;
+			}
+			break;
+		case HS_OK_CODE:
+			if ((code = hs_opt_code(&o)) && d->last_wins)
+				last = code;
+			else if (code)
+				run_code(x, c, code, produced);
+			break;
+		case HS_OK_SPLIT:
+			if (o.value)
+				run_split(x, c, o.value, st->i, produced);
+			return 1;
+		case HS_OK_STOP:
+			return 1;
+		case HS_OK_OPAQUE:
+			opaque_opt(x, c, &o, "run-time code in");
+			return 1;
+		case HS_OK_ARGV:
+			argv_mode = 1;
+			break;
+		case HS_OK_INT:
+			if (!is_int(o.value))
+				return 1; /* "invalid adjustment": the program stops */
+			break;
+		}
+	}
+}
+
+/*
+ * valgrind --tool memcheck ./a: with a partial grammar, the word after an
+ * unknown option is either its operand or the command.  The command was
+ * analysed as the word at i; analyse the other reading too, by reading
+ * the wrapper again without that word.
+ */
+static void
+other_reading(struct hs_actx *x, struct hs_cmd *c, int i, struct hs_progset *produced)
+{
+	const char **argv;
+	unsigned *flags;
+	int n = 0, k;
+
+	if (i >= c->argc)
+		return;
+	argv = hs_arena_alloc(x->a, sizeof(*argv) * (size_t)c->argc);
+	flags = hs_arena_alloc(x->a, sizeof(*flags) * (size_t)c->argc);
+	if (!argv || !flags) {
+		hs_actx_opaque(x, "command too large to analyse");
+		return;
+	}
+	for (k = 0; k < c->argc; k++) {
+		if (k == i)
+			continue;
+		argv[n] = c->argv[k];
+		flags[n++] = c->aflags[k];
+	}
+	hs_analyse_argv(x, argv, flags, n, c, produced);
+}
+
+/* A copy of c with env extended by the NAME=VALUE words argv[from..to). */
+static void
+add_env(struct hs_actx *x, const struct hs_cmd *c, struct hs_cmd *in, int from, int to)
+{
+	const char **env;
+	int j, n = 0;
+
+	*in = *c;
+	if (from >= to)
+		return;
+	env = hs_arena_alloc(x->a, sizeof(*env) * (size_t)(c->nenv + to - from));
+	if (!env)
+		return;
+	for (j = 0; j < c->nenv; j++)
+		env[n++] = c->env[j];
+	for (j = from; j < to; j++)
+		env[n++] = c->argv[j];
+	in->env = env;
+	in->nenv = n;
+}
+
+/* Is word spelled as one of d's code options (flock FILE -c CMD)? */
+static int
+is_code_word(const struct hs_progdecl *d, const char *a)
+{
+	struct hs_optstate st = { .i = 0 };
+	struct hs_opt o;
+
+	return a[0] == '-' && hs_opt_next(d, &a, 1, &st, &o) && o.kind == HS_OK_CODE && !st.cl;
+}
+
+/* sudo, env, timeout, nice, chroot, flock...: options, NAME=VALUE words, operands, the command. */
+static void
+do_command(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
+{
+	struct hs_optstate st = { .i = 1 };
+	struct hs_cmd in;
+	int k, a0, r;
+
+	if (d->sub) {
+		if (c->argc < 2 || strcmp(c->argv[1], d->sub))
+			return;
+		st.i = 2;
+	}
+	r = read_options(x, c, d, &st, NULL, NULL, 0, produced);
+	if (r == 1)
+		return;
+	if (st.unknown_last && !st.dashdash)
+		other_reading(x, c, st.i, produced);
+	/* GNU env reads a lone "-" as -i. */
+	if (!strcmp(c->prog, "env") && st.i < c->argc && !strcmp(c->argv[st.i], "-"))
+		st.i++;
+	a0 = st.i;
+	/* GNU env and sudo take every word holding '=' before the command as an assignment. */
+	while (d->assigns && st.i < c->argc && strchr(c->argv[st.i], '=') && c->argv[st.i][0] != '=' &&
+	       !(c->aflags[st.i] & HS_W_DYN && c->argv[st.i][0] == HS_SH_DYN_CHAR))
+		st.i++;
+	add_env(x, c, &in, a0, st.i);
+	hs_analyse_env_code(x, c->argv + a0, st.i - a0);
+	if (!strcmp(c->prog, "xargs")) {
+		do_xargs(x, c, st.i, produced);
+		return;
+	}
+	/* timeout echo sh -c x: "echo" is no duration, so timeout stops and nothing runs. */
+	if (d->operand_glob && st.i < c->argc && !strchr(c->argv[st.i], HS_SH_DYN_CHAR) &&
+	    fnmatch(d->operand_glob, c->argv[st.i], 0))
+		return;
+	for (k = 0; k < d->operands && st.i < c->argc; k++)
+		st.i++;
+	if (st.i + 1 < c->argc && is_code_word(d, c->argv[st.i])) {
+		run_code_words(x, c, st.i + 1, st.i + 2, produced);
+		return;
+	}
+	hs_analyse_tail(x, &in, st.i, produced);
+}
+
+/* su, runuser: -c code (every one given: whichever wins is seen), [-] USER, then arguments for the shell. */
+static void
+do_su(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
+{
+	struct hs_optstate st = { .i = 1 };
+	const char *argv[130], *shell = "sh";
+	unsigned flags[130];
+	int ops[128], nops = 0, k = 0, n = 0, i, command_mode = 0, has_code = 0;
+	struct hs_optstate s2 = { .i = 1 };
+	struct hs_opt o;
+
+	/* The shell (-s) and command mode (runuser -u USER CMD) are read first. */
+	while ((s2.i < c->argc || s2.cl) && !s2.dashdash) {
+		if (!hs_opt_next(d, c->argv, c->argc, &s2, &o)) {
+			s2.i++;
+			continue;
+		}
+		if (o.kind == HS_OK_CODE)
+			has_code = 1;
+		if (o.value && o.len == 5 && !memcmp(o.name, "shell", 5))
+			shell = o.value;
+		else if (o.value && o.len == 1 && o.name[0] == 's')
+			shell = o.value;
+		else if (((o.len == 1 && o.name[0] == 'u') || (o.len == 4 && !memcmp(o.name, "user", 4))) &&
+			 !strcmp(c->prog, "runuser"))
+			command_mode = 1;
+	}
+	/* runuser: -u and -c/--command/--session-command exclude each other, and runuser stops. */
+	if (command_mode && has_code)
+		return;
+	if (read_options(x, c, d, &st, ops, &nops, 128, produced) == 1)
+		return;
+	if (command_mode) {
+		for (i = 0; i < nops && n < 128; i++) {
+			argv[n] = c->argv[ops[i]];
+			flags[n++] = c->aflags[ops[i]];
+		}
+		if (n)
+			hs_analyse_argv(x, argv, flags, n, c, produced);
+		return;
+	}
+	if (k < nops && !strcmp(c->argv[ops[k]], "-"))
+		k++;
+	k++; /* the user */
+	if (k >= nops)
+		return;
+	argv[n] = shell;
+	flags[n++] = 0;
+	for (; k < nops && n < 128; k++) {
+		argv[n] = c->argv[ops[k]];
+		flags[n++] = c->aflags[ops[k]];
+	}
+	hs_analyse_argv(x, argv, flags, n, c, produced);
+}
+
+/* man, ag, rg, sort, tar, git, script: only code in option operands runs. */
+static void
+do_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
+{
+	struct hs_optstate st = { .i = 1 };
+	struct hs_opt o;
+
+	while (st.i < c->argc || st.cl) {
+		if (!hs_opt_next(d, c->argv, c->argc, &st, &o)) {
+			if (st.dashdash)
+				return;
+			if (d->single_dash && st.i < c->argc) {
+				/* pwsh Remove-Item -Recurse x: the words from the first operand on are the command. */
+				run_code_words(x, c, st.i, c->argc, produced);
+				return;
+			}
+			st.i++;
+			continue;
+		}
+		if (o.kind == HS_OK_CODE && hs_opt_code(&o))
+			run_code(x, c, hs_opt_code(&o), produced);
+		else if (o.kind == HS_OK_OPAQUE)
+			opaque_opt(x, c, &o, "run-time code in");
+		else if (o.kind == HS_OK_UNKNOWN && d->complete)
+			opaque_opt(x, c, &o, "unknown");
+	}
+}
+
+/* ssh [opts] HOST [opts] [COMMAND...]: the command, or stdin, is shell code run there. */
+static void
+do_ssh(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
+{
+	struct hs_optstate st = { .i = 1 };
+
+	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1 || st.i >= c->argc)
+		return;
+	st.i++;
+	st.dashdash = 0;
+	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1)
+		return;
+	if (st.i < c->argc)
+		run_code_words(x, c, st.i, c->argc, produced);
+	else
+		run_stdin(x, c, NULL, produced);
+}
+
+/* watch [opts] COMMAND: run by sh -c, or as argv with -x. */
+static void
+do_watch(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
+{
+	struct hs_optstate st = { .i = 1 };
+	int r = read_options(x, c, d, &st, NULL, NULL, 0, produced);
+
+	if (r == 1 || st.i >= c->argc)
+		return;
+	if (r == 2)
+		hs_analyse_tail(x, c, st.i, produced);
+	else
+		run_code_words(x, c, st.i, c->argc, produced);
+}
+
+/* kubectl exec POD -- COMMAND. */
+static void
+do_dashdash(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
 {
 	int i;
-	const char *a;
 
-	for (i = 1; i < c->argc; i++) {
-		a = c->argv[i];
-		if (!strcmp(a, "--"))
-			return -1;
-		if (a[0] == '-' && a[1] != '-' && strchr(a + 1, letter) && !a[strchr(a + 1, letter) - a + 1])
-			return i + 1 < c->argc ? i + 1 : -1;
-		if (longname && a[0] == '-' && a[1] == '-' && !strcmp(a + 2, longname))
-			return i + 1 < c->argc ? i + 1 : -1;
+	if (d->sub && (c->argc < 2 || strcmp(c->argv[1], d->sub)))
+		return;
+	for (i = 1; i < c->argc; i++)
+		if (!strcmp(c->argv[i], "--")) {
+			hs_analyse_tail(x, c, i + 1, produced);
+			return;
+		}
+}
+
+/*
+ * parallel [opts] COMMAND ::: ARGS: each argument, quoted, replaces {} (or
+ * is appended), and the line is run by a shell.  With no ::: the
+ * arguments come from stdin: run-time values.  With no COMMAND the
+ * arguments (or the lines of stdin) are the commands.
+ */
+static void
+do_parallel(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
+{
+	struct hs_optstate st = { .i = 1 };
+	int end, i, j, runs = 0, replaced;
+	size_t nrepl = 1;
+	size_t len = 16, pos;
+	char *buf;
+	const char *arg, *p;
+
+	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1)
+		return;
+	if (st.unknown_last && !st.dashdash)
+		other_reading(x, c, st.i, produced);
+	for (end = st.i; end < c->argc && strncmp(c->argv[end], ":::", 3); end++) {
+		len += strlen(c->argv[end]) + 1;
+		for (p = c->argv[end]; (p = strchr(p, '{')); p++)
+			nrepl++;
 	}
-	return -1;
+	if (end == st.i) {
+		/* No command: each argument (after :::, else each line of stdin) is one. */
+		if (end >= c->argc)
+			run_stdin(x, c, NULL, produced);
+		for (j = end + 1; j < c->argc; j++)
+			if (strncmp(c->argv[j], ":::", 3))
+				run_code_words(x, c, j, j + 1, produced);
+		return;
+	}
+	for (j = end + 1; runs < 8; j++) {
+		if (end < c->argc && !strncmp(c->argv[end], "::::", 4))
+			j = c->argc; /* arguments from files */
+		arg = j < c->argc && end < c->argc ? c->argv[j] : "\x01";
+		if (j < c->argc && !strncmp(arg, ":::", 3))
+			continue;
+		buf = hs_arena_alloc(x->a, len + nrepl * (strlen(arg) + 3) + 8);
+		if (!buf)
+			return;
+		pos = 0;
+		replaced = 0;
+		for (i = st.i; i < end; i++) {
+			if (pos)
+				buf[pos++] = ' ';
+			for (p = c->argv[i]; *p; p++) {
+				if (p[0] == '{' && strchr(p, '}') && strchr(p, '}') - p < 8) {
+					pos += (size_t)sprintf(buf + pos, *arg == HS_SH_DYN_CHAR ? "%s" : "'%s'", arg);
+					p = strchr(p, '}');
+					replaced = 1;
+				} else {
+					buf[pos++] = *p;
+				}
+			}
+		}
+		buf[pos] = '\0';
+		if (!replaced)
+			pos += (size_t)sprintf(buf + pos, *arg == HS_SH_DYN_CHAR ? " %s" : " '%s'", arg);
+		hs_analyse_script(x, buf, pos, &c->stdin_from, produced);
+		runs++;
+		if (j >= c->argc)
+			break;
+	}
 }
 
-static int
-wrapper_cmp(const void *key, const void *elem)
+/* trap 'CODE' SIGNAL...: the first operand is code the shell runs later. */
+static void
+do_code_operand(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, struct hs_progset *produced)
 {
-	return strcmp(key, ((const struct wrapper *)elem)->name);
-}
+	struct hs_optstate st = { .i = 1 };
 
-int
-hs_resolve_table_sorted(void)
-{
-	for (size_t i = 1; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
-		if (strcmp(wrappers[i - 1].name, wrappers[i].name) >= 0)
-			return 0;
-	return 1;
+	if (read_options(x, c, d, &st, NULL, NULL, 0, produced) == 1 || st.i >= c->argc)
+		return;
+	run_code_words(x, c, st.i, st.i + 1, produced);
 }
 
 int
 hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
 {
-	const char *p = c->prog, *lang;
-	static const char *const ssh_args = "BbcDEeFIiJLlmOoPpQRSWw";
-	const struct wrapper *w;
-	int i;
+	const struct hs_pidx *e = hs_policy_prog(x->pol, c->prog);
+	const struct hs_progdecl *d = e ? e->decl : NULL, *sd;
+	const char *lang;
+	char key[128];
 
-	/* No name in the table starts like an interpreter: the order of the two looks is free. */
-	w = bsearch(p, wrappers, sizeof(wrappers) / sizeof(wrappers[0]), sizeof(wrappers[0]), wrapper_cmp);
-	if (!w) {
-		if ((lang = interp_lang(p))) {
+	if (e && e->has_sub && c->argc > 1 && !(c->aflags[1] & HS_W_DYN) &&
+	    (size_t)snprintf(key, sizeof(key), "%s %s", c->prog, c->argv[1]) < sizeof(key) &&
+	    (sd = hs_policy_decl(x->pol, key)) && sd->runs)
+		d = sd; /* docker exec: the subcommand has a grammar of its own */
+	if (!d || !d->runs) {
+		if ((lang = interp_lang(c->prog))) {
 			do_interp(x, c, lang, produced);
 			return 1;
 		}
 		return 0;
 	}
-	switch (w->kind) {
-	case R_SHELL:
+	switch (d->runs) {
+	case HS_RUN_SHELL:
 		do_shell(x, c, produced);
-		return 1;
-	case R_EVAL:
+		break;
+	case HS_RUN_EVAL:
 		run_code_words(x, c, 1, c->argc, produced);
-		return 1;
-	case R_SOURCE:
+		break;
+	case HS_RUN_SOURCE:
 		do_source(x, c, produced);
-		return 1;
-	case R_FIND:
+		break;
+	case HS_RUN_FIND:
 		do_find(x, c, produced);
-		return 1;
-	case R_WATCH:
-		for (i = 1; i < c->argc && c->argv[i][0] == '-'; i++)
-			if (!strcmp(c->argv[i], "-n") || !strcmp(c->argv[i], "--interval"))
-				i++;
-		if (i < c->argc)
-			run_code_words(x, c, i, c->argc, produced);
-		return 1;
-	case R_SU:
-		i = find_opt(c, 'c', "command");
-		if (i > 0) {
-			run_code_words(x, c, i, i + 1, produced);
-			return 1;
-		}
-		if (!w->short_arg)
-			return 0; /* su, script: not wrappers otherwise */
-		do_generic(x, c, w, produced); /* runuser */
-		return 1;
-	case R_SSH:
-		/* The remote command is shell text run on the other host. */
-		for (i = 1; i < c->argc && c->argv[i][0] == '-'; i++)
-			if (!c->argv[i][2] && strchr(ssh_args, c->argv[i][1]))
-				i++;
-		if (i + 1 < c->argc)
-			run_code_words(x, c, i + 1, c->argc, produced);
-		return 1;
-	case R_XARGS:
+		break;
+	case HS_RUN_WATCH:
+		do_watch(x, c, d, produced);
+		break;
+	case HS_RUN_SU:
+		do_su(x, c, d, produced);
+		break;
+	case HS_RUN_SSH:
+		do_ssh(x, c, d, produced);
+		break;
+	case HS_RUN_PARALLEL:
+		do_parallel(x, c, d, produced);
+		break;
+	case HS_RUN_STDIN:
+		do_options(x, c, d, produced);
+		run_stdin(x, c, NULL, produced);
+		break;
+	case HS_RUN_OPTIONS:
+		do_options(x, c, d, produced);
+		break;
+	case HS_RUN_DASHDASH:
+		do_dashdash(x, c, d, produced);
+		break;
+	case HS_RUN_CODE_OPERAND:
+		do_code_operand(x, c, d, produced);
+		break;
 	default:
-		do_generic(x, c, w, produced);
-		return 1;
+		do_command(x, c, d, produced);
+		break;
 	}
+	return 1;
 }

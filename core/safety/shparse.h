@@ -25,6 +25,7 @@
 #define HS_W_PROC   0x20u /* the whole word is a process substitution */
 #define HS_W_BRACE  0x40u /* unquoted brace markers present (lexer internal) */
 #define HS_W_HOME   0x80u /* began with ~, $HOME or ${HOME} */
+#define HS_W_OPAQUE 0x100u /* split by a modified IFS, or holds a reserved byte: unknowable */
 
 enum hs_sh_subst_kind {
 	HS_SUB_CMD = 0,   /* $(...) or `...` */
@@ -95,6 +96,19 @@ struct hs_sh_node {
 
 struct hs_sh_heredoc;
 
+/*
+ * A variable given a literal value by a bare assignment earlier in the
+ * same command line ("X=/; rm -rf $X").  value is NULL once the variable is
+ * assigned again or named as a word (read X, for X in, unset X): then its
+ * value is no longer known.
+ */
+struct hs_sh_var {
+	const char *name;
+	size_t nlen;
+	const char *value;
+	struct hs_sh_var *next;
+};
+
 struct hs_sh_parser {
 	const char *s;
 	size_t n;
@@ -105,6 +119,8 @@ struct hs_sh_parser {
 	const char *errmsg;      /* static string */
 	struct hs_sh_heredoc *hd_head;
 	struct hs_sh_heredoc **hd_tail;
+	struct hs_sh_var *vars;  /* literal assignments seen so far */
+	int ifs_set;             /* IFS assigned: word splitting is unknown */
 };
 
 /*
@@ -162,6 +178,10 @@ hs_sh_skip_blanks(struct hs_sh_parser *p)
 struct hs_sh_word *hs_sh_lex_word(struct hs_sh_parser *p);
 /* Lex s[0..n) as the body of an unquoted heredoc (expansions, no quotes). */
 struct hs_sh_word *hs_sh_lex_heredoc(struct hs_sh_parser *p, const char *s, size_t n);
+/* Record the assignments of a finished simple command (parse.c). */
+void hs_sh_note_assigns(struct hs_sh_parser *p, const struct hs_sh_word *assigns, const struct hs_sh_word *words);
+/* A run-time word holding the substitutions of the arithmetic text p->s[from..to). */
+struct hs_sh_word *hs_sh_lex_arith_body(struct hs_sh_parser *p, size_t from, size_t to);
 /* A word holding s[0..n) literally. */
 struct hs_sh_word *hs_sh_word_lit(struct hs_arena *a, const char *s, size_t n);
 
