@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +36,27 @@ now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Where this process's command ids start.  A session's runner outlives the
+ * hs process that talks to it, and a client killed mid-command leaves its
+ * command running there; ids counted from 1 by every process would collide
+ * with it ("command id 1 is in use"), and the failed exec's cancel would
+ * stop the other process's command.  A random start in [2^32, 2^62) makes
+ * a collision between processes practically impossible and leaves room to
+ * count up.
+ */
+static uint64_t
+first_id(void)
+{
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r = (uint64_t)ts.tv_nsec * 2654435761u ^ (uint64_t)ts.tv_sec << 20 ^ (uint64_t)getpid() << 40;
+	}
+	return (r & ((UINT64_C(1) << 61) - 1)) + (UINT64_C(1) << 32);
 }
 
 int
@@ -81,6 +103,7 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	memset(cn, 0, sizeof(*cn));
 	pthread_mutex_init(&cn->lock, NULL);
 	cn->be = be;
+	cn->next_id = first_id();
 	/* Every backend but local is a sandbox with an environment of its own. */
 	cn->merge_env = strcmp(be->plugin.name, "local") != 0;
 	st = be->plugin.desc.open(be->state, spec, &cn->env, &cn->props, e);
@@ -114,17 +137,24 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	return HS_OK;
 }
 
-void
-hs_conn_close(struct hs_conn *cn, int keep)
+int
+hs_conn_close(struct hs_conn *cn, int keep, char *err, size_t errlen)
 {
 	char e[HS_ERR_MAX] = "";
+	int rc = 0;
 	if (cn->rc)
 		hsr_client_free(cn->rc);
 	cn->rc = NULL;
 	if (cn->env) {
 		int32_t st = cn->be->plugin.desc.close(cn->env, keep ? HS_CLOSE_KEEP : 0, e);
-		if (st != HS_OK)
-			hs_warn("closing '%s' environment: %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
+		if (st != HS_OK) {
+			rc = -1;
+			if (err)
+				snprintf(err, errlen, "cannot close the '%s' environment: %s", cn->be->plugin.name,
+				         e[0] ? e : hs_strerror(st));
+			else
+				hs_warn("closing '%s' environment: %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
+		}
 	}
 	cn->env = NULL;
 	for (struct hs_job *j = cn->jobs, *next; j; j = next) {
@@ -135,6 +165,7 @@ hs_conn_close(struct hs_conn *cn, int keep)
 	}
 	cn->jobs = NULL;
 	pthread_mutex_destroy(&cn->lock);
+	return rc;
 }
 
 /*

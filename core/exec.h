@@ -85,8 +85,12 @@ int hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_
                  char *err, size_t errlen);
 /* Connect (again) to the runner of an open environment. */
 int hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen);
-/* Close the stream and the environment (keep: leave it for a later re-attach). */
-void hs_conn_close(struct hs_conn *cn, int keep);
+/*
+ * Close the stream and the environment (keep: leave it for a later
+ * re-attach).  Returns 0, or -1 when the backend failed to close it, with
+ * the reason in err (or, err NULL, as a warning on stderr).
+ */
+int hs_conn_close(struct hs_conn *cn, int keep, char *err, size_t errlen);
 
 /*
  * Run one command in the session shell, streaming output to sink, until it

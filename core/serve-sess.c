@@ -50,9 +50,9 @@ srv_ask(void *ctx, const char *command, const struct hs_analysis *a)
 		pthread_mutex_unlock(&ss->mu);
 		return HS_DECIDE_DENY; /* a vanished client denies */
 	}
-	pthread_mutex_lock(&s->mu);
-	snprintf(ss->approval_req, sizeof(ss->approval_req), "a%u", ++s->approvals);
-	pthread_mutex_unlock(&s->mu);
+	/* Not under s->mu: the approve op takes s->mu, then ss->mu. */
+	snprintf(ss->approval_req, sizeof(ss->approval_req), "a%u",
+	         __atomic_add_fetch(&s->approvals, 1, __ATOMIC_RELAXED));
 	ss->approval_answer = -1;
 	pthread_mutex_unlock(&ss->mu);
 
@@ -397,7 +397,8 @@ do_exec(struct sess *ss, struct req *r)
 		hs_capture_free(&k.cap[i]);
 }
 
-static void
+/* Open the session's environment; 0, or -1 after an error reply. */
+static int
 do_open(struct sess *ss, struct req *r)
 {
 	struct srv *s = ss->srv;
@@ -411,7 +412,7 @@ do_open(struct sess *ss, struct req *r)
 	const char *what = NULL;
 	if (hs_serve_spec(r->root, &spec.memory_bytes, &spec.cpus_milli, &what) < 0) {
 		srv_reply_error(s, r->id, "invalid_request", what);
-		return;
+		return -1;
 	}
 	if (hs_serve_true(r->root, "isolate"))
 		spec.flags |= HS_SPEC_ISOLATE;
@@ -442,14 +443,14 @@ do_open(struct sess *ss, struct req *r)
 	if (!hs_approval_mounts(s->c, &mgate, mounts, nm, &mverdict)) {
 		srv_reply_error(s, r->id, strcmp(mverdict.decision, "invalid") ? "denied" : "invalid_request",
 		            mverdict.why);
-		return;
+		return -1;
 	}
 	struct hs_session_req sr = { .name = ss->name, .backend = hs_serve_str(r->root, "backend"),
 	                             .spec = &spec, .persistent = ss->persistent };
 	ss->lockfd = hs_session_begin(s->c, &sr, &ss->cn, &ss->rec, err, sizeof(err));
 	if (ss->lockfd == -1) {
 		srv_reply_error(s, r->id, ss->cn.open_status == HS_E_DENIED ? "denied" : "open_failed", err);
-		return;
+		return -1;
 	}
 	ss->opened = 1;
 	ss->start_dir[0] = 0;
@@ -465,16 +466,22 @@ do_open(struct sess *ss, struct req *r)
 	hs_json_kstr(g, "approval", hs_approval_mode_name(ss->mode));
 	yajl_gen_map_close(g);
 	srv_emit(s, g);
+	return 0;
 }
 
 static void
 do_close(struct sess *ss, struct req *r, int keep)
 {
+	char err[1024] = "";
+	int failed = 0;
 	if (ss->opened) {
 		/* Not persistent: tear the environment down through the open handle
-		 * and forget the record, both under the session's lock. */
-		hs_conn_close(&ss->cn, keep);
-		if (!keep)
+		 * and forget the record, both under the session's lock.  A failed
+		 * teardown keeps the record, so `hs session close` can try again. */
+		failed = hs_conn_close(&ss->cn, keep, err, sizeof(err)) < 0;
+		if (failed && !r)
+			hs_warn("session '%s': %s", ss->name, err);
+		if (!keep && !failed)
 			hs_record_remove(ss->srv->c, ss->name);
 		if (ss->lockfd >= 0)
 			close(ss->lockfd);
@@ -482,6 +489,24 @@ do_close(struct sess *ss, struct req *r, int keep)
 	}
 	ss->opened = 0;
 	if (r) {
+		/* Closed before the reply goes out, so the client can open the name
+		 * again at once; and the cancel pipe is no longer needed (nothing
+		 * runs), so its descriptors go now rather than when the thread is
+		 * reaped. */
+		pthread_mutex_lock(&ss->mu);
+		ss->closing = 2;
+		for (int i = 0; i < 2; i++) {
+			close(ss->cancel_pipe[i]);
+			ss->cancel_pipe[i] = -1;
+		}
+		pthread_mutex_unlock(&ss->mu);
+	}
+	if (r && failed) {
+		char msg[1200];
+		snprintf(msg, sizeof(msg), "%s; the session record is kept (retry with 'hs session close %s')",
+		         err, ss->name);
+		srv_reply_error(ss->srv, r->id, "close_failed", msg);
+	} else if (r) {
 		yajl_gen g = srv_reply_ok(r->id);
 		hs_json_kstr(g, "session", ss->name);
 		hs_json_kbool(g, "kept", keep);
@@ -564,9 +589,15 @@ srv_worker(void *arg)
 			ss->head = r->next;
 			if (!ss->head)
 				ss->tail = NULL;
+			ss->n_reqs--;
 		}
 		int closing = ss->closing;
 		pthread_mutex_unlock(&ss->mu);
+		if (r) {
+			pthread_mutex_lock(&ss->srv->mu);
+			ss->srv->req_bytes -= r->size;
+			pthread_mutex_unlock(&ss->srv->mu);
+		}
 		if (!r) {
 			if (closing) {
 				do_close(ss, NULL, ss->persistent);
@@ -574,9 +605,17 @@ srv_worker(void *arg)
 			}
 			continue;
 		}
-		if (!strcmp(r->op, "open"))
-			do_open(ss, r);
-		else if (!strcmp(r->op, "exec"))
+		if (!strcmp(r->op, "open")) {
+			if (do_open(ss, r) < 0) {
+				/* Never opened: the name is free again, the main thread reaps us. */
+				yajl_tree_free(r->root);
+				free(r);
+				pthread_mutex_lock(&ss->mu);
+				ss->closing = 2;
+				pthread_mutex_unlock(&ss->mu);
+				break;
+			}
+		} else if (!strcmp(r->op, "exec"))
 			do_exec(ss, r);
 		else if (!strcmp(r->op, "put_file"))
 			do_file(ss, r, 1);
@@ -585,12 +624,9 @@ srv_worker(void *arg)
 		else if (!strcmp(r->op, "job"))
 			do_job(ss, r);
 		else if (!strcmp(r->op, "close")) {
-			do_close(ss, r, 0);
+			do_close(ss, r, 0); /* closed: the main thread may forget us */
 			yajl_tree_free(r->root);
 			free(r);
-			pthread_mutex_lock(&ss->mu);
-			ss->closing = 2; /* closed: the main thread may forget us */
-			pthread_mutex_unlock(&ss->mu);
 			break;
 		}
 		yajl_tree_free(r->root);

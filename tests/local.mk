@@ -6,8 +6,9 @@ TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
 # Fault injection: garbage input, vanishing clients, hanging and stream-cutting
 # backends (tests/faults/faulty.c, built at test time), SIGKILL, full disks.
-TESTS += tests/faults/serve-faults.test tests/faults/disk-full.test
-EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/faults/faulty.c
+TESTS += tests/faults/serve-faults.test tests/faults/disk-full.test tests/faults/serve-limits.test
+EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/faults/faulty.c \
+	tests/faults/serve-limits.test
 
 # The unit tests under valgrind memcheck: no invalid access, no leak
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.
