@@ -720,6 +720,25 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 	}
 }
 
+/* Keep the newest HS_JOBS_DONE_MAX finished jobs (the list is newest first);
+ * older finished ones, and their output, are freed.  Called under cn->lock. */
+static void
+forget_old_jobs(struct hs_conn *cn)
+{
+	unsigned done = 0;
+	for (struct hs_job **pp = &cn->jobs; *pp;) {
+		struct hs_job *j = *pp;
+		if (j->done && ++done > HS_JOBS_DONE_MAX) {
+			*pp = j->next;
+			hs_capture_free(&j->cap[1]);
+			hs_capture_free(&j->cap[2]);
+			free(j);
+			continue;
+		}
+		pp = &j->next;
+	}
+}
+
 int
 hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
                   struct hs_job **jobp, char *err, size_t errlen)
@@ -768,8 +787,11 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 		free(j);
 		return -1;
 	}
+	pthread_mutex_lock(&cn->lock);
 	j->next = cn->jobs;
 	cn->jobs = j;
+	forget_old_jobs(cn);
+	pthread_mutex_unlock(&cn->lock);
 	*jobp = j;
 	return 0;
 }

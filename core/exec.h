@@ -116,7 +116,13 @@ struct hs_job {
 	struct hs_job *next;
 };
 
-/* Start o->command as a background job, output bounded to limit bytes per stream. */
+/* Finished jobs a session keeps for polling; starting a job frees older ones. */
+#define HS_JOBS_DONE_MAX 64
+
+/*
+ * Start o->command as a background job, output bounded to limit bytes per
+ * stream.  Of the finished jobs, the newest HS_JOBS_DONE_MAX are kept.
+ */
 int hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
                       struct hs_job **job, char *err, size_t errlen);
 /* Take whatever events are waiting (at most timeout_ms for the first), for jobs. */

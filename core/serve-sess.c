@@ -142,9 +142,8 @@ srv_cancelled(void *ctx)
 }
 
 static void
-start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const struct hs_analysis *an,
-          const struct hs_approval_out *verdict, const struct hs_envlist *env, int64_t timeout,
-          int64_t grace, size_t limit)
+start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const struct hs_envlist *env,
+          int64_t timeout, int64_t grace, size_t limit)
 {
 	struct hs_job *job;
 	char err[1024];
@@ -160,7 +159,6 @@ start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const stru
 		srv_reply_error(ss->srv, r->id, "backend_error", err);
 		return;
 	}
-	hs_approval_audit(ss->srv->c, gate, an, verdict, 0, 0, 0);
 	char name[32];
 	snprintf(name, sizeof(name), "j%u", job->number);
 	yajl_gen g = srv_reply_ok(r->id);
@@ -319,13 +317,14 @@ do_exec(struct sess *ss, struct req *r)
 	struct hs_analysis an;
 	struct hs_approval_out verdict;
 	if (!hs_approval_gate(c, s->policy, &gate, &an, &verdict)) {
-		srv_reply_error(s, r->id, "denied", verdict.why);
+		srv_reply_error(s, r->id, strcmp(verdict.decision, "error") ? "denied" : "audit_failed",
+		                verdict.why);
 		hs_redactor_free(red);
 		hs_env_free(&env);
 		return;
 	}
 	if (background) {
-		start_job(ss, r, &gate, &an, &verdict, &env, timeout, grace, (size_t)limit);
+		start_job(ss, r, &gate, &env, timeout, grace, (size_t)limit);
 		hs_redactor_free(red);
 		hs_env_free(&env);
 		return;
@@ -441,8 +440,9 @@ do_open(struct sess *ss, struct req *r)
 	};
 	struct hs_approval_out mverdict;
 	if (!hs_approval_mounts(s->c, &mgate, mounts, nm, &mverdict)) {
-		srv_reply_error(s, r->id, strcmp(mverdict.decision, "invalid") ? "denied" : "invalid_request",
-		            mverdict.why);
+		srv_reply_error(s, r->id, !strcmp(mverdict.decision, "invalid") ? "invalid_request"
+		                          : !strcmp(mverdict.decision, "error") ? "audit_failed" : "denied",
+		                mverdict.why);
 		return -1;
 	}
 	struct hs_session_req sr = { .name = ss->name, .backend = hs_serve_str(r->root, "backend"),
