@@ -739,6 +739,86 @@ forget_old_jobs(struct hs_conn *cn)
 	}
 }
 
+/* A job with output bounded to limit bytes per stream, or NULL (no memory). */
+static struct hs_job *
+job_new(size_t limit)
+{
+	struct hs_job *j = calloc(1, sizeof(*j));
+	if (!j || hs_capture_init(&j->cap[1], limit) < 0 || hs_capture_init(&j->cap[2], limit) < 0) {
+		if (j) {
+			hs_capture_free(&j->cap[1]);
+			free(j);
+		}
+		return NULL;
+	}
+	return j;
+}
+
+/* The number for the next job ("j<number>"); under cn->lock. */
+static unsigned
+next_job_number(const struct hs_conn *cn)
+{
+	unsigned n = 0;
+	for (const struct hs_job *k = cn->jobs; k; k = k->next)
+		if (k->number > n)
+			n = k->number;
+	return n + 1;
+}
+
+int
+hs_conn_adopt(struct hs_conn *cn, size_t limit, unsigned *first, unsigned *count, char *err,
+              size_t errlen)
+{
+	struct hsr_event ev;
+	char e[256] = "";
+	*first = *count = 0;
+	if (cn->exec_mode || !cn->rc)
+		return 0;
+	if (hsr_client_attach_credit(cn->rc, HSR_CREDIT_UNLIMITED) < 0) {
+		snprintf(err, errlen, "cannot ask the runner for its commands: %s", strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		int r = hsr_client_next(cn->rc, &ev, 30000, e, sizeof(e));
+		if (r <= 0) {
+			snprintf(err, errlen, "the runner did not list its commands: %s",
+			         r == 0 ? "no answer within 30 s" : e);
+			return -1;
+		}
+		if (ev.type == HSR_EV_ATTACH)
+			break;
+		route(cn, &ev);
+	}
+	for (size_t i = 0; i < ev.nattach; i++) {
+		const struct hsr_attach_entry *a = &ev.attach[i];
+		if (job_by_id(cn, a->id))
+			continue;
+		struct hs_job *j = job_new(limit);
+		if (!j) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		j->id = a->id;
+		j->start_ms = now_ms();
+		/* What the lost client took is gone: the job's output starts at
+		 * the runner's resend offset, after a gap of that size. */
+		for (int st = 1; st <= 2; st++) {
+			j->taken[st] = a->acked[st];
+			if (a->acked[st])
+				hs_capture_gap(&j->cap[st], a->acked[st]);
+		}
+		pthread_mutex_lock(&cn->lock);
+		j->number = next_job_number(cn);
+		j->next = cn->jobs;
+		cn->jobs = j;
+		pthread_mutex_unlock(&cn->lock);
+		if (!*first)
+			*first = j->number;
+		(*count)++;
+	}
+	return 0;
+}
+
 int
 hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
                   struct hs_job **jobp, char *err, size_t errlen)
@@ -754,13 +834,8 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 		         cn->props.runner_reason);
 		return -1;
 	}
-	j = calloc(1, sizeof(*j));
-
-	if (!j || hs_capture_init(&j->cap[1], limit) < 0 || hs_capture_init(&j->cap[2], limit) < 0) {
-		if (j) {
-			hs_capture_free(&j->cap[1]);
-			free(j);
-		}
+	j = job_new(limit);
+	if (!j) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -771,11 +846,7 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	jo.tail_bytes = limit - limit / 2;
 	pthread_mutex_lock(&cn->lock);
 	j->id = ++cn->next_id;
-	unsigned n = 0;
-	for (struct hs_job *k = cn->jobs; k; k = k->next)
-		if (k->number > n)
-			n = k->number;
-	j->number = n + 1;
+	j->number = next_job_number(cn);
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = now_ms();

@@ -125,6 +125,14 @@ struct hs_job {
  */
 int hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
                       struct hs_job **job, char *err, size_t errlen);
+/*
+ * Take over the commands the session's runner still has from an hs process
+ * that is gone (killed mid-command): each becomes a job numbered from
+ * *first (*count of them), its output and exit read like a background
+ * job's.  Returns 0 (nothing to adopt in exec mode), or -1 with err.
+ */
+int hs_conn_adopt(struct hs_conn *cn, size_t limit, unsigned *first, unsigned *count, char *err,
+                  size_t errlen);
 /* Take whatever events are waiting (at most timeout_ms for the first), for jobs. */
 int hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen);
 /* The job numbered n, or NULL. */

@@ -453,6 +453,13 @@ do_open(struct sess *ss, struct req *r)
 		return -1;
 	}
 	ss->opened = 1;
+	/* Commands a killed client left in the runner become jobs, so their
+	 * output and exit can still be read (and nothing stops them by accident). */
+	int64_t limit = 1 << 20;
+	unsigned first = 0, adopted = 0;
+	hs_conf_int(s->c->conf, "output_limit", &limit);
+	if (hs_conn_adopt(&ss->cn, (size_t)limit, &first, &adopted, err, sizeof(err)) < 0)
+		hs_warn("session '%s': %s", ss->name, err);
 	ss->start_dir[0] = 0;
 	if (strcmp(ss->cn.be->plugin.name, "local") == 0 &&
 	    strcmp(ss->cn.props.isolation, "namespaces") == 0 && spec.workdir &&
@@ -464,6 +471,14 @@ do_open(struct sess *ss, struct req *r)
 	hs_json_kbool(g, "host_access", ss->cn.props.host_access);
 	hs_json_kstr(g, "isolation", ss->cn.props.isolation);
 	hs_json_kstr(g, "approval", hs_approval_mode_name(ss->mode));
+	hs_json_key(g, "adopted");
+	yajl_gen_array_open(g);
+	for (unsigned i = 0; i < adopted; i++) {
+		char jn[32];
+		snprintf(jn, sizeof(jn), "j%u", first + i);
+		hs_json_str(g, jn);
+	}
+	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 	srv_emit(s, g);
 	return 0;
