@@ -203,9 +203,11 @@ hs_approval_decide(struct hs_core *c, int mode, const char *command, const struc
 	}
 }
 
-static void
+/* Write one record; 0, or -1 with err. */
+static int
 audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
-      const struct hs_approval_out *out, int has_exit, int exit_code, int64_t duration_ms)
+      const struct hs_approval_out *out, int has_exit, int exit_code, int64_t duration_ms,
+      char *err, size_t errlen)
 {
 	const char *rules[HS_MAX_FINDINGS];
 	struct timespec ts;
@@ -228,8 +230,9 @@ audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
 		.exit_code = exit_code,
 		.duration_ms = duration_ms,
 	};
-	hs_core_audit(c, &r);
+	int rc = hs_core_audit(c, &r, err, errlen);
 	free(cmd);
+	return rc;
 }
 
 int
@@ -237,10 +240,21 @@ hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct hs_g
                  struct hs_analysis *an, struct hs_approval_out *out)
 {
 	hs_analyse(p, g->command, g->host ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX, an);
-	if (hs_approval_decide(c, g->mode, g->command, an, g->grants, g->asker, out))
-		return 1;
-	audit(c, g, an, out, 0, 0, 0);
-	return 0;
+	char err[512];
+	if (!hs_approval_decide(c, g->mode, g->command, an, g->grants, g->asker, out)) {
+		if (audit(c, g, an, out, 0, 0, 0, err, sizeof(err)) < 0)
+			hs_warn("audit log: %s", err);
+		return 0;
+	}
+	/* Recorded before it runs, and not run when that fails: no command
+	 * goes unaudited (its exit is recorded again when it ends). */
+	if (audit(c, g, an, out, 0, 0, 0, err, sizeof(err)) < 0) {
+		out->decision = "error";
+		snprintf(out->why, sizeof(out->why), "the command was not run: %s "
+		         "(fix the audit log, or set audit = false)", err);
+		return 0;
+	}
+	return 1;
 }
 
 void
@@ -248,7 +262,9 @@ hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct hs_an
                   const struct hs_approval_out *out, int has_exit, int exit_code,
                   int64_t duration_ms)
 {
-	audit(c, g, an, out, has_exit, exit_code, duration_ms);
+	char err[512];
+	if (audit(c, g, an, out, has_exit, exit_code, duration_ms, err, sizeof(err)) < 0)
+		hs_warn("audit log: %s; the command's exit was not recorded", err);
 }
 
 int
@@ -305,7 +321,17 @@ hs_approval_mounts(struct hs_core *c, const struct hs_gate *g, const char *const
 			mg.mode = HS_APPROVAL_ASK;
 		ok = hs_approval_decide(c, mg.mode, joined, &an, mg.grants, mg.asker, out);
 	}
-	audit(c, &mg, &an, out, 0, 0, 0);
+	char err[512];
+	if (audit(c, &mg, &an, out, 0, 0, 0, err, sizeof(err)) < 0) {
+		if (!ok)
+			hs_warn("audit log: %s", err);
+		else {
+			out->decision = "error";
+			snprintf(out->why, sizeof(out->why), "not opened: %s "
+			         "(fix the audit log, or set audit = false)", err);
+			ok = 0;
+		}
+	}
 	return ok;
 }
 

@@ -46,7 +46,8 @@ void hs_grants_free(struct hs_grants *g);
 
 /* The outcome of a decision, for the caller's message and the audit log. */
 struct hs_approval_out {
-	const char *decision; /* "auto", "once", "session", "always", "approve", "deny", "invalid" */
+	const char *decision; /* "auto", "once", "session", "always", "approve", "deny", "invalid",
+	                         "error" (the audit record could not be written) */
 	const char *approver; /* "policy", "grant", "allowlist", "mode:approve", "tty", "client", ... */
 	char why[1024];       /* when denied: one line saying why and how to allow it */
 };
@@ -78,12 +79,13 @@ struct hs_gate {
 /*
  * Analyse g->command in the right context, decide, and write a denial to the
  * audit log.  Returns 1 to run (then call hs_approval_audit_exit), 0 denied
- * (out->why says why).
+ * (out->why says why).  An allowed command is recorded in the audit log
+ * before it runs; when that fails it is refused with decision "error".
  */
 int hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct hs_gate *g,
                      struct hs_analysis *an, struct hs_approval_out *out);
 
-/* Write the record of a command that ran to the audit log (has_exit 0: a started job). */
+/* Write the record of a command's exit to the audit log (a failure is warned about). */
 void hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
                        const struct hs_approval_out *out, int has_exit, int exit_code,
                        int64_t duration_ms);

@@ -304,7 +304,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		hs_die_msg("%s", mverdict.why);
 		hs_grants_free(&grants);
 		free(command);
-		return strcmp(mverdict.decision, "invalid") == 0 ? HS_EXIT_USAGE : HS_EXIT_DENIED;
+		return strcmp(mverdict.decision, "invalid") == 0 ? HS_EXIT_USAGE
+		       : strcmp(mverdict.decision, "error") == 0 ? HS_EXIT_FAIL : HS_EXIT_DENIED;
 	}
 
 	struct hs_conn cn;
@@ -369,7 +370,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		hs_die_msg("%s", verdict.why);
 		hs_redactor_free(red);
 		hs_env_free(&env);
-		rc = HS_EXIT_DENIED;
+		rc = strcmp(verdict.decision, "error") == 0 ? HS_EXIT_FAIL : HS_EXIT_DENIED;
 		goto out;
 	}
 

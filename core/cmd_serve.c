@@ -12,11 +12,13 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
@@ -42,10 +44,20 @@ find_session(struct srv *s, const char *name)
 	return ss;
 }
 
-static void
+/* Hand r to ss's thread; 0, or -1 (r untouched) when too much is waiting already. */
+static int
 enqueue(struct sess *ss, struct req *r)
 {
+	struct srv *s = ss->srv;
+	pthread_mutex_lock(&s->mu);
 	pthread_mutex_lock(&ss->mu);
+	if (ss->n_reqs >= SRV_SESS_REQS_MAX || s->req_bytes + r->size > SRV_REQ_BYTES_MAX) {
+		pthread_mutex_unlock(&ss->mu);
+		pthread_mutex_unlock(&s->mu);
+		return -1;
+	}
+	s->req_bytes += r->size;
+	ss->n_reqs++;
 	if (ss->tail)
 		ss->tail->next = r;
 	else
@@ -53,6 +65,66 @@ enqueue(struct sess *ss, struct req *r)
 	ss->tail = r;
 	pthread_cond_signal(&ss->cv);
 	pthread_mutex_unlock(&ss->mu);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+static void
+free_req(struct req *r)
+{
+	yajl_tree_free(r->root);
+	free(r);
+}
+
+/* Free ss; requests that came in while it was closing get an answer if reply is set. */
+static void
+sess_free(struct sess *ss, int reply)
+{
+	for (struct req *r = ss->head, *next; r; r = next) {
+		next = r->next;
+		if (reply)
+			srv_reply_error(ss->srv, r->id, "no_session", "the session was closed");
+		free_req(r);
+	}
+	for (int i = 0; i < 2; i++)
+		if (ss->cancel_pipe[i] >= 0)
+			close(ss->cancel_pipe[i]);
+	hs_grants_free(&ss->grants);
+	pthread_mutex_destroy(&ss->mu);
+	pthread_cond_destroy(&ss->cv);
+	free(ss);
+}
+
+/*
+ * Forget the sessions whose threads are done (closed, or failed to open):
+ * join the thread, free what it held.  A session with streamed output still
+ * queued for the writer waits for the next round.
+ */
+static void
+reap_closed(struct srv *s)
+{
+	pthread_mutex_lock(&s->mu);
+	for (struct sess **pp = &s->sessions; *pp;) {
+		struct sess *ss = *pp;
+		pthread_mutex_lock(&ss->mu);
+		int done = ss->closing == 2;
+		pthread_mutex_unlock(&ss->mu);
+		if (done) {
+			pthread_mutex_lock(&s->out_mu);
+			done = ss->queued == 0;
+			pthread_mutex_unlock(&s->out_mu);
+		}
+		if (!done) {
+			pp = &ss->next;
+			continue;
+		}
+		*pp = ss->next;
+		pthread_join(ss->thread, NULL);
+		for (struct req *r = ss->head; r; r = r->next)
+			s->req_bytes -= r->size;
+		sess_free(ss, 1);
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void
@@ -108,12 +180,18 @@ handle(struct srv *s, struct req *r)
 		}
 		pthread_mutex_init(&ss->mu, NULL);
 		pthread_cond_init(&ss->cv, NULL);
-		enqueue(ss, r);
+		ss->head = ss->tail = r;
+		ss->n_reqs = 1;
+		pthread_mutex_lock(&s->mu);
+		s->req_bytes += r->size;
+		pthread_mutex_unlock(&s->mu);
 		if (pthread_create(&ss->thread, NULL, srv_worker, ss) != 0) {
 			srv_reply_error(s, r->id, "internal", "cannot start a session thread");
-			close(ss->cancel_pipe[0]);
-			close(ss->cancel_pipe[1]);
-			free(ss);
+			pthread_mutex_lock(&s->mu);
+			s->req_bytes -= r->size;
+			pthread_mutex_unlock(&s->mu);
+			ss->head = NULL;
+			sess_free(ss, 0);
 			goto done;
 		}
 		pthread_mutex_lock(&s->mu);
@@ -128,7 +206,13 @@ handle(struct srv *s, struct req *r)
 			srv_reply_error(s, r->id, "no_session", "no open session of that name (open it first)");
 			goto done;
 		}
-		enqueue(ss, r);
+		if (enqueue(ss, r) < 0) {
+			snprintf(err, sizeof(err), "too many requests waiting for session '%s' (at most %d, "
+			         "and 256 MiB in all): wait for replies before sending more", ss->name,
+			         SRV_SESS_REQS_MAX);
+			srv_reply_error(s, r->id, "busy", err);
+			goto done;
+		}
 		return;
 	} else if (!strcmp(op, "cancel")) {
 		struct sess *ss = name ? find_session(s, name) : NULL;
@@ -209,26 +293,107 @@ handle(struct srv *s, struct req *r)
 		srv_reply_error(s, r->id, "unknown_op", err);
 	}
 done:
-	yajl_tree_free(r->root);
-	free(r);
+	free_req(r);
 }
 
-/* Read one line of at most SRV_MAX_LINE bytes; longer lines are skipped (*too_long set). */
+/* The request reader: lines from fd 0, each held to SRV_MAX_LINE bytes while
+ * it is read, so a longer line costs no more memory than the limit. */
+struct line_reader {
+	int fd;
+	char buf[65536];
+	size_t pos, len;
+	int eof;
+};
+
+/*
+ * The next line (without its newline, NUL-terminated; the caller frees it),
+ * or NULL at end of input.  A line longer than SRV_MAX_LINE is read to its
+ * end and thrown away as it comes: *too_long is set and an empty line
+ * returned.
+ */
 static char *
-read_line(FILE *in, int *too_long, size_t *len)
+read_line(struct line_reader *lr, int *too_long, size_t *len)
 {
 	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, in);
+	size_t n = 0, cap = 0;
+	int got = 0;
+
 	*too_long = 0;
-	if (n < 0) {
+	for (;;) {
+		if (lr->pos == lr->len) {
+			if (lr->eof)
+				break;
+			ssize_t r = read(lr->fd, lr->buf, sizeof(lr->buf));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				lr->eof = 1;
+				break;
+			}
+			lr->pos = 0;
+			lr->len = (size_t)r;
+		}
+		got = 1;
+		char *nl = memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
+		size_t take = nl ? (size_t)(nl - (lr->buf + lr->pos)) : lr->len - lr->pos;
+		if (!*too_long && n + take > SRV_MAX_LINE) {
+			*too_long = 1;
+			free(line);
+			line = NULL;
+			n = cap = 0;
+		}
+		if (!*too_long) {
+			if (n + take + 1 > cap) {
+				size_t nc = cap ? cap : 4096;
+				while (nc < n + take + 1)
+					nc *= 2;
+				char *nb = realloc(line, nc);
+				if (!nb) {
+					/* Treat it like an overlong line: skip it, say so. */
+					*too_long = 1;
+					free(line);
+					line = NULL;
+					n = cap = 0;
+				} else {
+					line = nb;
+					cap = nc;
+				}
+			}
+			if (!*too_long) {
+				memcpy(line + n, lr->buf + lr->pos, take);
+				n += take;
+			}
+		}
+		lr->pos += take + (nl ? 1 : 0);
+		if (nl)
+			break;
+	}
+	if (!got) {
 		free(line);
 		return NULL;
 	}
-	if ((size_t)n > SRV_MAX_LINE)
-		*too_long = 1;
-	*len = (size_t)n;
+	if (*too_long || !line) {
+		free(line);
+		line = strdup("");
+		n = 0;
+		if (!line)
+			return NULL;
+	}
+	line[n] = '\0';
+	*len = n;
 	return line;
+}
+
+/* Each open session holds a few descriptors (its runner stream, its lock, a
+ * cancel pipe): take every descriptor the hard limit allows. */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int
@@ -246,17 +411,24 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		hs_die_msg("%s", err);
 		return HS_EXIT_FAIL;
 	}
+	raise_fd_limit();
 	pthread_mutex_init(&s.out_mu, NULL);
 	pthread_cond_init(&s.out_cv, NULL);
+	pthread_cond_init(&s.out_space, NULL);
 	pthread_mutex_init(&s.mu, NULL);
 	if (pthread_create(&s.writer, NULL, srv_writer, &s) != 0) {
 		hs_die_msg("cannot start the writer thread");
 		return HS_EXIT_FAIL;
 	}
+	struct line_reader *lr = calloc(1, sizeof(*lr));
+	if (!lr) {
+		hs_die_msg("out of memory");
+		return HS_EXIT_FAIL;
+	}
 	for (;;) {
 		int too_long;
 		size_t len;
-		char *line = read_line(stdin, &too_long, &len);
+		char *line = read_line(lr, &too_long, &len);
 		if (!line)
 			break;
 		if (too_long) {
@@ -282,11 +454,14 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 			srv_reply_error(&s, NULL, "internal", "out of memory");
 			continue;
 		}
+		r->size = len;
 		r->root = pr.root;
 		r->id = pr.id;
 		r->op = pr.op;
 		handle(&s, r);
+		reap_closed(&s);
 	}
+	free(lr);
 	/* EOF: deny pending approvals, close non-persistent sessions, keep persistent ones. */
 	pthread_mutex_lock(&s.mu);
 	s.eof = 1;
@@ -311,10 +486,7 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 	pthread_join(s.writer, NULL);
 	for (struct sess *ss = s.sessions, *next; ss; ss = next) {
 		next = ss->next;
-		close(ss->cancel_pipe[0]);
-		close(ss->cancel_pipe[1]);
-		hs_grants_free(&ss->grants);
-		free(ss);
+		sess_free(ss, 0);
 	}
 	return 0;
 }

@@ -53,10 +53,19 @@ close_session(struct hs_core *c, const char *name, char *err, size_t errlen)
 			void *env = NULL;
 			char e[HS_ERR_MAX] = "";
 			memset(&props, 0, sizeof(props));
-			if (be->plugin.desc.open(be->state, &spec, &env, &props, e) == HS_OK)
-				be->plugin.desc.close(env, 0, e);
-			else
+			if (be->plugin.desc.open(be->state, &spec, &env, &props, e) == HS_OK) {
+				int32_t st = be->plugin.desc.close(env, 0, e);
+				if (st != HS_OK) {
+					/* Its environment may live on: keep the record to try again. */
+					snprintf(err, errlen, "cannot close session '%s': backend '%s': %s (the record "
+					         "is kept; run 'hs session close %s' again)", name, rec.backend,
+					         e[0] ? e : hs_strerror(st), name);
+					close(lockfd);
+					return -1;
+				}
+			} else {
 				hs_warn("session '%s': %s", name, e);
+			}
 			hs_runkey_remove(be, rec.env_name);
 		} else {
 			hs_warn("%s; forgetting the record anyway", err);

@@ -470,41 +470,42 @@ hs_core_allow_add(struct hs_core *c, const char *rule_id, const char *argv_norm,
 	return r;
 }
 
-void
-hs_core_audit(struct hs_core *c, const struct hs_audit_record *r)
+int
+hs_core_audit(struct hs_core *c, const struct hs_audit_record *r, char *err, size_t errlen)
 {
-	char err[512], path[PATH_MAX];
-	int on = 1;
+	char path[PATH_MAX];
+	int on = 1, rc = 0;
 
 	pthread_mutex_lock(&c->mu);
-	if (c->audit_fd == -1) {
+	hs_conf_bool(c->conf, "audit", &on);
+	if (!on)
+		goto out;
+	if (c->audit_fd < 0) {
 		const char *p = NULL;
-		hs_conf_bool(c->conf, "audit", &on);
-		c->audit_fd = -2;
-		if (on) {
-			if (hs_conf_string(c->conf, "audit_log", &p) != 0 || !p) {
-				snprintf(path, sizeof(path), "%s/audit.log", c->paths.state);
-				p = path;
-			}
-			/* The default lives in hs's own state dir: make it, private. */
-			size_t sl = strlen(c->paths.state);
-			if (strncmp(p, c->paths.state, sl) == 0 && p[sl] == '/' &&
-			    private_dir(c->paths.state, "set XDG_STATE_HOME", err, sizeof(err)) < 0) {
-				hs_warn("audit log disabled: %s", err);
-				goto out;
-			}
-			c->audit_fd = hs_audit_open(p, err, sizeof(err));
-			if (c->audit_fd < 0) {
-				c->audit_fd = -2;
-				hs_warn("audit log disabled: %s", err);
-			}
+		if (hs_conf_string(c->conf, "audit_log", &p) != 0 || !p) {
+			snprintf(path, sizeof(path), "%s/audit.log", c->paths.state);
+			p = path;
+		}
+		/* The default lives in hs's own state dir: make it, private. */
+		size_t sl = strlen(c->paths.state);
+		if (strncmp(p, c->paths.state, sl) == 0 && p[sl] == '/' &&
+		    private_dir(c->paths.state, "set XDG_STATE_HOME", err, errlen) < 0) {
+			rc = -1;
+			goto out;
+		}
+		c->audit_fd = hs_audit_open(p, err, errlen);
+		if (c->audit_fd < 0) {
+			rc = -1;
+			goto out;
 		}
 	}
-	if (c->audit_fd >= 0 && hs_audit_append(c->audit_fd, r, err, sizeof(err)) < 0) {
-		hs_warn("audit log: %s; no further records are written", err);
+	if (hs_audit_append(c->audit_fd, r, err, errlen) < 0) {
+		/* Opened again for the next record: a full disk may clear. */
 		close(c->audit_fd);
-		c->audit_fd = -2;
+		c->audit_fd = -1;
+		rc = -1;
 	}
 out:
 	pthread_mutex_unlock(&c->mu);
+	return rc;
 }

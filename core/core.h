@@ -45,7 +45,7 @@ struct hs_core {
 	pthread_mutex_t mu;           /* guards the allow list and the audit log */
 	struct hs_allowlist *allow;   /* loaded on first use */
 	int allow_tried;
-	int audit_fd;                 /* -1 until opened; -2 when disabled or failed */
+	int audit_fd;                 /* -1 until opened (again after a failed write) */
 	struct hs_guard *guard;       /* hs's own files around host commands (guard.h) */
 	char extra_config[PATH_MAX];  /* --config or HS_CONFIG, when given */
 };
@@ -90,10 +90,11 @@ int hs_core_allow_add(struct hs_core *c, const char *rule_id, const char *argv_n
 
 /*
  * Append one record to the audit log (config audit, audit_log), secrets
- * already redacted by the caller.  Thread-safe; a failure is warned about
- * once and never stops a command.
+ * already redacted by the caller.  Thread-safe.  Returns 0 (written, or
+ * auditing is off), or -1 with a one-line reason in err: the caller must
+ * not run a command it could not audit.
  */
-void hs_core_audit(struct hs_core *c, const struct hs_audit_record *r);
+int hs_core_audit(struct hs_core *c, const struct hs_audit_record *r, char *err, size_t errlen);
 
 /* Print "hs: MESSAGE" on stderr. */
 void hs_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

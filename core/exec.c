@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,27 @@ now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Where this process's command ids start.  A session's runner outlives the
+ * hs process that talks to it, and a client killed mid-command leaves its
+ * command running there; ids counted from 1 by every process would collide
+ * with it ("command id 1 is in use"), and the failed exec's cancel would
+ * stop the other process's command.  A random start in [2^32, 2^62) makes
+ * a collision between processes practically impossible and leaves room to
+ * count up.
+ */
+static uint64_t
+first_id(void)
+{
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r = (uint64_t)ts.tv_nsec * 2654435761u ^ (uint64_t)ts.tv_sec << 20 ^ (uint64_t)getpid() << 40;
+	}
+	return (r & ((UINT64_C(1) << 61) - 1)) + (UINT64_C(1) << 32);
 }
 
 int
@@ -83,6 +105,7 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	memset(cn, 0, sizeof(*cn));
 	pthread_mutex_init(&cn->lock, NULL);
 	cn->be = be;
+	cn->next_id = first_id();
 	/* Every backend but local is a sandbox with an environment of its own. */
 	cn->merge_env = strcmp(be->plugin.name, "local") != 0;
 	st = be->plugin.desc.open(be->state, spec, &cn->env, &cn->props, e);
@@ -123,17 +146,24 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	return HS_OK;
 }
 
-void
-hs_conn_close(struct hs_conn *cn, int keep)
+int
+hs_conn_close(struct hs_conn *cn, int keep, char *err, size_t errlen)
 {
 	char e[HS_ERR_MAX] = "";
+	int rc = 0;
 	if (cn->rc)
 		hsr_client_free(cn->rc);
 	cn->rc = NULL;
 	if (cn->env) {
 		int32_t st = cn->be->plugin.desc.close(cn->env, keep ? HS_CLOSE_KEEP : 0, e);
-		if (st != HS_OK)
-			hs_warn("closing '%s' environment: %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
+		if (st != HS_OK) {
+			rc = -1;
+			if (err)
+				snprintf(err, errlen, "cannot close the '%s' environment: %s", cn->be->plugin.name,
+				         e[0] ? e : hs_strerror(st));
+			else
+				hs_warn("closing '%s' environment: %s", cn->be->plugin.name, e[0] ? e : hs_strerror(st));
+		}
 	}
 	cn->env = NULL;
 	/* Torn down: its key goes with it. */
@@ -148,6 +178,7 @@ hs_conn_close(struct hs_conn *cn, int keep)
 	}
 	cn->jobs = NULL;
 	pthread_mutex_destroy(&cn->lock);
+	return rc;
 }
 
 /*
@@ -702,6 +733,105 @@ hs_conn_get(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_
 	}
 }
 
+/* Keep the newest HS_JOBS_DONE_MAX finished jobs (the list is newest first);
+ * older finished ones, and their output, are freed.  Called under cn->lock. */
+static void
+forget_old_jobs(struct hs_conn *cn)
+{
+	unsigned done = 0;
+	for (struct hs_job **pp = &cn->jobs; *pp;) {
+		struct hs_job *j = *pp;
+		if (j->done && ++done > HS_JOBS_DONE_MAX) {
+			*pp = j->next;
+			hs_capture_free(&j->cap[1]);
+			hs_capture_free(&j->cap[2]);
+			free(j);
+			continue;
+		}
+		pp = &j->next;
+	}
+}
+
+/* A job with output bounded to limit bytes per stream, or NULL (no memory). */
+static struct hs_job *
+job_new(size_t limit)
+{
+	struct hs_job *j = calloc(1, sizeof(*j));
+	if (!j || hs_capture_init(&j->cap[1], limit) < 0 || hs_capture_init(&j->cap[2], limit) < 0) {
+		if (j) {
+			hs_capture_free(&j->cap[1]);
+			free(j);
+		}
+		return NULL;
+	}
+	return j;
+}
+
+/* The number for the next job ("j<number>"); under cn->lock. */
+static unsigned
+next_job_number(const struct hs_conn *cn)
+{
+	unsigned n = 0;
+	for (const struct hs_job *k = cn->jobs; k; k = k->next)
+		if (k->number > n)
+			n = k->number;
+	return n + 1;
+}
+
+int
+hs_conn_adopt(struct hs_conn *cn, size_t limit, unsigned *first, unsigned *count, char *err,
+              size_t errlen)
+{
+	struct hsr_event ev;
+	char e[256] = "";
+	*first = *count = 0;
+	if (cn->exec_mode || !cn->rc)
+		return 0;
+	if (hsr_client_attach_credit(cn->rc, HSR_CREDIT_UNLIMITED) < 0) {
+		snprintf(err, errlen, "cannot ask the runner for its commands: %s", strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		int r = hsr_client_next(cn->rc, &ev, 30000, e, sizeof(e));
+		if (r <= 0) {
+			snprintf(err, errlen, "the runner did not list its commands: %s",
+			         r == 0 ? "no answer within 30 s" : e);
+			return -1;
+		}
+		if (ev.type == HSR_EV_ATTACH)
+			break;
+		route(cn, &ev);
+	}
+	for (size_t i = 0; i < ev.nattach; i++) {
+		const struct hsr_attach_entry *a = &ev.attach[i];
+		if (job_by_id(cn, a->id))
+			continue;
+		struct hs_job *j = job_new(limit);
+		if (!j) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		j->id = a->id;
+		j->start_ms = now_ms();
+		/* What the lost client took is gone: the job's output starts at
+		 * the runner's resend offset, after a gap of that size. */
+		for (int st = 1; st <= 2; st++) {
+			j->taken[st] = a->acked[st];
+			if (a->acked[st])
+				hs_capture_gap(&j->cap[st], a->acked[st]);
+		}
+		pthread_mutex_lock(&cn->lock);
+		j->number = next_job_number(cn);
+		j->next = cn->jobs;
+		cn->jobs = j;
+		pthread_mutex_unlock(&cn->lock);
+		if (!*first)
+			*first = j->number;
+		(*count)++;
+	}
+	return 0;
+}
+
 int
 hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
                   struct hs_job **jobp, char *err, size_t errlen)
@@ -717,13 +847,8 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 		         cn->props.runner_reason);
 		return -1;
 	}
-	j = calloc(1, sizeof(*j));
-
-	if (!j || hs_capture_init(&j->cap[1], limit) < 0 || hs_capture_init(&j->cap[2], limit) < 0) {
-		if (j) {
-			hs_capture_free(&j->cap[1]);
-			free(j);
-		}
+	j = job_new(limit);
+	if (!j) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -734,11 +859,7 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	jo.tail_bytes = limit - limit / 2;
 	pthread_mutex_lock(&cn->lock);
 	j->id = ++cn->next_id;
-	unsigned n = 0;
-	for (struct hs_job *k = cn->jobs; k; k = k->next)
-		if (k->number > n)
-			n = k->number;
-	j->number = n + 1;
+	j->number = next_job_number(cn);
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = now_ms();
@@ -750,8 +871,11 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 		free(j);
 		return -1;
 	}
+	pthread_mutex_lock(&cn->lock);
 	j->next = cn->jobs;
 	cn->jobs = j;
+	forget_old_jobs(cn);
+	pthread_mutex_unlock(&cn->lock);
 	*jobp = j;
 	return 0;
 }

@@ -87,8 +87,12 @@ int hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_
                  char *err, size_t errlen);
 /* Connect (again) to the runner of an open environment. */
 int hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen);
-/* Close the stream and the environment (keep: leave it for a later re-attach). */
-void hs_conn_close(struct hs_conn *cn, int keep);
+/*
+ * Close the stream and the environment (keep: leave it for a later
+ * re-attach).  Returns 0, or -1 when the backend failed to close it, with
+ * the reason in err (or, err NULL, as a warning on stderr).
+ */
+int hs_conn_close(struct hs_conn *cn, int keep, char *err, size_t errlen);
 
 /*
  * Run one command in the session shell, streaming output to sink, until it
@@ -114,9 +118,23 @@ struct hs_job {
 	struct hs_job *next;
 };
 
-/* Start o->command as a background job, output bounded to limit bytes per stream. */
+/* Finished jobs a session keeps for polling; starting a job frees older ones. */
+#define HS_JOBS_DONE_MAX 64
+
+/*
+ * Start o->command as a background job, output bounded to limit bytes per
+ * stream.  Of the finished jobs, the newest HS_JOBS_DONE_MAX are kept.
+ */
 int hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit,
                       struct hs_job **job, char *err, size_t errlen);
+/*
+ * Take over the commands the session's runner still has from an hs process
+ * that is gone (killed mid-command): each becomes a job numbered from
+ * *first (*count of them), its output and exit read like a background
+ * job's.  Returns 0 (nothing to adopt in exec mode), or -1 with err.
+ */
+int hs_conn_adopt(struct hs_conn *cn, size_t limit, unsigned *first, unsigned *count, char *err,
+                  size_t errlen);
 /* Take whatever events are waiting (at most timeout_ms for the first), for jobs. */
 int hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen);
 /* The job numbered n, or NULL. */

@@ -644,7 +644,9 @@ audit_restored(struct hs_core *c, const char *session, const char *backend,
 		.decision = "restored",
 		.approver = "guard",
 	};
-	hs_core_audit(c, &ar);
+	char err[256];
+	if (hs_core_audit(c, &ar, err, sizeof(err)) < 0)
+		hs_warn("audit log: %s", err);
 }
 
 /* Mark (busy 1) or unmark a session's snapshot as written by its own hs. */

@@ -37,6 +37,10 @@ enqueue_line(struct srv *s, char *buf, size_t len, struct sess *owner)
 	}
 	*l = (struct line){ buf, len, owner, NULL };
 	pthread_mutex_lock(&s->out_mu);
+	/* A client that does not read holds up the sender: memory stays within
+	 * SRV_OUT_MAX (streamed output is dropped instead, in srv_emit_stream). */
+	while (!owner && s->out_bytes > SRV_OUT_MAX && !s->client_gone)
+		pthread_cond_wait(&s->out_space, &s->out_mu);
 	if (s->client_gone) {
 		pthread_mutex_unlock(&s->out_mu);
 		free(buf);
@@ -45,6 +49,7 @@ enqueue_line(struct srv *s, char *buf, size_t len, struct sess *owner)
 	}
 	if (owner)
 		owner->queued += len;
+	s->out_bytes += len;
 	if (s->out_tail)
 		s->out_tail->next = l;
 	else
@@ -73,7 +78,7 @@ srv_emit_stream(struct sess *ss, yajl_gen g)
 {
 	struct srv *s = ss->srv;
 	pthread_mutex_lock(&s->out_mu);
-	int full = ss->queued > SRV_STREAM_QUEUE_MAX;
+	int full = ss->queued > SRV_STREAM_QUEUE_MAX || s->out_bytes > SRV_OUT_MAX;
 	pthread_mutex_unlock(&s->out_mu);
 	if (full) {
 		yajl_gen_free(g);
@@ -117,6 +122,8 @@ srv_writer(void *arg)
 		s->client_gone |= gone;
 		if (l->owner)
 			l->owner->queued -= l->len;
+		s->out_bytes -= l->len;
+		pthread_cond_broadcast(&s->out_space);
 		free(l->buf);
 		free(l);
 	}

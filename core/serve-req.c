@@ -12,6 +12,47 @@
 #include "core/json.h"
 #include "core/serve-req.h"
 
+const char *
+hs_serve_shape_check(const char *p, size_t len, unsigned max_depth, size_t max_values)
+{
+	unsigned depth = 0;
+	size_t values = 0;
+	int in_str = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = p[i];
+		if (in_str) {
+			if (ch == '\\')
+				i++; /* the escaped byte cannot end the string */
+			else if (ch == '"')
+				in_str = 0;
+			continue;
+		}
+		switch (ch) {
+		case '"':
+			in_str = 1;
+			break;
+		case '[':
+		case '{':
+			if (++depth > max_depth)
+				return "JSON nested too deeply (the limit is 64 levels)";
+			/* fallthrough */
+		case ',':
+			if (++values > max_values)
+				return "too many JSON values in one request (the limit is 100000)";
+			break;
+		case ']':
+		case '}':
+			if (depth)
+				depth--;
+			break;
+		default:
+			break;
+		}
+	}
+	return NULL;
+}
+
 int
 hs_serve_req_parse(const char *line, size_t len, struct hs_serve_req *r, const char **code,
                    char *msg, size_t msglen)
@@ -24,6 +65,14 @@ hs_serve_req_parse(const char *line, size_t len, struct hs_serve_req *r, const c
 	if (strlen(line) != len) {
 		*code = "parse_error";
 		snprintf(msg, msglen, "a request line must not contain NUL bytes");
+		return -1;
+	}
+	/* Bound the tree before yajl builds it: its free recurses once per level,
+	 * and every value costs a node. */
+	const char *shape = hs_serve_shape_check(line, len, HS_SERVE_MAX_DEPTH, HS_SERVE_MAX_VALUES);
+	if (shape) {
+		*code = "too_large";
+		snprintf(msg, msglen, "%s", shape);
 		return -1;
 	}
 	yajl_val root = yajl_tree_parse(line, perr, sizeof(perr));

@@ -16,6 +16,17 @@ struct hs_serve_req {
 	const char *op;
 };
 
+/* Bounds on one request's JSON, checked before a tree is built. */
+#define HS_SERVE_MAX_DEPTH 64
+#define HS_SERVE_MAX_VALUES 100000
+
+/*
+ * A cheap scan of len bytes of JSON text, counting brackets and commas
+ * outside strings: NULL when it nests at most max_depth deep and holds at
+ * most max_values containers and members, else a one-line reason.
+ */
+const char *hs_serve_shape_check(const char *p, size_t len, unsigned max_depth, size_t max_values);
+
 /*
  * Parse one line (len bytes, NUL-terminated).  Returns 0 with r filled (the
  * caller frees r->root with yajl_tree_free), 1 for a blank line, or -1 with

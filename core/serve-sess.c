@@ -52,9 +52,9 @@ srv_ask(void *ctx, const char *command, const struct hs_analysis *a)
 		pthread_mutex_unlock(&ss->mu);
 		return HS_DECIDE_DENY; /* a vanished client denies */
 	}
-	pthread_mutex_lock(&s->mu);
-	snprintf(ss->approval_req, sizeof(ss->approval_req), "a%u", ++s->approvals);
-	pthread_mutex_unlock(&s->mu);
+	/* Not under s->mu: the approve op takes s->mu, then ss->mu. */
+	snprintf(ss->approval_req, sizeof(ss->approval_req), "a%u",
+	         __atomic_add_fetch(&s->approvals, 1, __ATOMIC_RELAXED));
 	ss->approval_answer = -1;
 	pthread_mutex_unlock(&ss->mu);
 
@@ -144,9 +144,8 @@ srv_cancelled(void *ctx)
 }
 
 static void
-start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const struct hs_analysis *an,
-          const struct hs_approval_out *verdict, const struct hs_envlist *env, int64_t timeout,
-          int64_t grace, size_t limit)
+start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const struct hs_envlist *env,
+          int64_t timeout, int64_t grace, size_t limit)
 {
 	struct hs_job *job;
 	char err[1024];
@@ -162,7 +161,6 @@ start_job(struct sess *ss, struct req *r, const struct hs_gate *gate, const stru
 		srv_reply_error(ss->srv, r->id, "backend_error", err);
 		return;
 	}
-	hs_approval_audit(ss->srv->c, gate, an, verdict, 0, 0, 0);
 	char name[32];
 	snprintf(name, sizeof(name), "j%u", job->number);
 	yajl_gen g = srv_reply_ok(r->id);
@@ -328,14 +326,15 @@ do_exec(struct sess *ss, struct req *r)
 	struct hs_analysis an;
 	struct hs_approval_out verdict;
 	if (!hs_approval_gate(c, s->policy, &gate, &an, &verdict)) {
-		srv_reply_error(s, r->id, "denied", verdict.why);
+		srv_reply_error(s, r->id, strcmp(verdict.decision, "error") ? "denied" : "audit_failed",
+		                verdict.why);
 		hs_redactor_free(red);
 		hs_env_free(&env);
 		free(gate_cmd);
 		return;
 	}
 	if (background) {
-		start_job(ss, r, &gate, &an, &verdict, &env, timeout, grace, (size_t)limit);
+		start_job(ss, r, &gate, &env, timeout, grace, (size_t)limit);
 		hs_redactor_free(red);
 		hs_env_free(&env);
 		free(gate_cmd);
@@ -422,7 +421,8 @@ do_exec(struct sess *ss, struct req *r)
 	free(gate_cmd);
 }
 
-static void
+/* Open the session's environment; 0, or -1 after an error reply. */
+static int
 do_open(struct sess *ss, struct req *r)
 {
 	struct srv *s = ss->srv;
@@ -436,7 +436,7 @@ do_open(struct sess *ss, struct req *r)
 	const char *what = NULL;
 	if (hs_serve_spec(r->root, &spec.memory_bytes, &spec.cpus_milli, &what) < 0) {
 		srv_reply_error(s, r->id, "invalid_request", what);
-		return;
+		return -1;
 	}
 	if (hs_serve_true(r->root, "isolate"))
 		spec.flags |= HS_SPEC_ISOLATE;
@@ -465,18 +465,26 @@ do_open(struct sess *ss, struct req *r)
 	};
 	struct hs_approval_out mverdict;
 	if (!hs_approval_mounts(s->c, &mgate, mounts, nm, &mverdict)) {
-		srv_reply_error(s, r->id, strcmp(mverdict.decision, "invalid") ? "denied" : "invalid_request",
-		            mverdict.why);
-		return;
+		srv_reply_error(s, r->id, !strcmp(mverdict.decision, "invalid") ? "invalid_request"
+		                          : !strcmp(mverdict.decision, "error") ? "audit_failed" : "denied",
+		                mverdict.why);
+		return -1;
 	}
 	struct hs_session_req sr = { .name = ss->name, .backend = hs_serve_str(r->root, "backend"),
 	                             .spec = &spec, .persistent = ss->persistent };
 	ss->lockfd = hs_session_begin(s->c, &sr, &ss->cn, &ss->rec, err, sizeof(err));
 	if (ss->lockfd == -1) {
 		srv_reply_error(s, r->id, ss->cn.open_status == HS_E_DENIED ? "denied" : "open_failed", err);
-		return;
+		return -1;
 	}
 	ss->opened = 1;
+	/* Commands a killed client left in the runner become jobs, so their
+	 * output and exit can still be read (and nothing stops them by accident). */
+	int64_t limit = 1 << 20;
+	unsigned first = 0, adopted = 0;
+	hs_conf_int(s->c->conf, "output_limit", &limit);
+	if (hs_conn_adopt(&ss->cn, (size_t)limit, &first, &adopted, err, sizeof(err)) < 0)
+		hs_warn("session '%s': %s", ss->name, err);
 	ss->start_dir[0] = 0;
 	if (strcmp(ss->cn.be->plugin.name, "local") == 0 &&
 	    strcmp(ss->cn.props.isolation, "namespaces") == 0 && spec.workdir &&
@@ -488,18 +496,32 @@ do_open(struct sess *ss, struct req *r)
 	hs_json_kbool(g, "host_access", ss->cn.props.host_access);
 	hs_json_kstr(g, "isolation", ss->cn.props.isolation);
 	hs_json_kstr(g, "approval", hs_approval_mode_name(ss->mode));
+	hs_json_key(g, "adopted");
+	yajl_gen_array_open(g);
+	for (unsigned i = 0; i < adopted; i++) {
+		char jn[32];
+		snprintf(jn, sizeof(jn), "j%u", first + i);
+		hs_json_str(g, jn);
+	}
+	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 	srv_emit(s, g);
+	return 0;
 }
 
 static void
 do_close(struct sess *ss, struct req *r, int keep)
 {
+	char err[1024] = "";
+	int failed = 0;
 	if (ss->opened) {
 		/* Not persistent: tear the environment down through the open handle
-		 * and forget the record, both under the session's lock. */
-		hs_conn_close(&ss->cn, keep);
-		if (!keep)
+		 * and forget the record, both under the session's lock.  A failed
+		 * teardown keeps the record, so `hs session close` can try again. */
+		failed = hs_conn_close(&ss->cn, keep, err, sizeof(err)) < 0;
+		if (failed && !r)
+			hs_warn("session '%s': %s", ss->name, err);
+		if (!keep && !failed)
 			hs_record_remove(ss->srv->c, ss->name);
 		if (ss->lockfd >= 0)
 			close(ss->lockfd);
@@ -507,6 +529,24 @@ do_close(struct sess *ss, struct req *r, int keep)
 	}
 	ss->opened = 0;
 	if (r) {
+		/* Closed before the reply goes out, so the client can open the name
+		 * again at once; and the cancel pipe is no longer needed (nothing
+		 * runs), so its descriptors go now rather than when the thread is
+		 * reaped. */
+		pthread_mutex_lock(&ss->mu);
+		ss->closing = 2;
+		for (int i = 0; i < 2; i++) {
+			close(ss->cancel_pipe[i]);
+			ss->cancel_pipe[i] = -1;
+		}
+		pthread_mutex_unlock(&ss->mu);
+	}
+	if (r && failed) {
+		char msg[1200];
+		snprintf(msg, sizeof(msg), "%s; the session record is kept (retry with 'hs session close %s')",
+		         err, ss->name);
+		srv_reply_error(ss->srv, r->id, "close_failed", msg);
+	} else if (r) {
 		yajl_gen g = srv_reply_ok(r->id);
 		hs_json_kstr(g, "session", ss->name);
 		hs_json_kbool(g, "kept", keep);
@@ -624,9 +664,15 @@ srv_worker(void *arg)
 			ss->head = r->next;
 			if (!ss->head)
 				ss->tail = NULL;
+			ss->n_reqs--;
 		}
 		int closing = ss->closing;
 		pthread_mutex_unlock(&ss->mu);
+		if (r) {
+			pthread_mutex_lock(&ss->srv->mu);
+			ss->srv->req_bytes -= r->size;
+			pthread_mutex_unlock(&ss->srv->mu);
+		}
 		if (!r) {
 			if (closing) {
 				do_close(ss, NULL, ss->persistent);
@@ -634,9 +680,17 @@ srv_worker(void *arg)
 			}
 			continue;
 		}
-		if (!strcmp(r->op, "open"))
-			do_open(ss, r);
-		else if (!strcmp(r->op, "exec"))
+		if (!strcmp(r->op, "open")) {
+			if (do_open(ss, r) < 0) {
+				/* Never opened: the name is free again, the main thread reaps us. */
+				yajl_tree_free(r->root);
+				free(r);
+				pthread_mutex_lock(&ss->mu);
+				ss->closing = 2;
+				pthread_mutex_unlock(&ss->mu);
+				break;
+			}
+		} else if (!strcmp(r->op, "exec"))
 			do_exec(ss, r);
 		else if (!strcmp(r->op, "put_file"))
 			do_file(ss, r, 1);
@@ -645,12 +699,9 @@ srv_worker(void *arg)
 		else if (!strcmp(r->op, "job"))
 			do_job(ss, r);
 		else if (!strcmp(r->op, "close")) {
-			do_close(ss, r, 0);
+			do_close(ss, r, 0); /* closed: the main thread may forget us */
 			yajl_tree_free(r->root);
 			free(r);
-			pthread_mutex_lock(&ss->mu);
-			ss->closing = 2; /* closed: the main thread may forget us */
-			pthread_mutex_unlock(&ss->mu);
 			break;
 		}
 		yajl_tree_free(r->root);

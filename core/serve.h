@@ -22,6 +22,7 @@ struct line; /* one line waiting for the srv_writer (serve-out.c) */
 struct srv;
 
 struct req {
+	size_t size;      /* bytes of the request line, for the queue bound */
 	yajl_val root;
 	yajl_val id;      /* inside root */
 	const char *op;
@@ -42,7 +43,8 @@ struct sess {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct req *head, *tail;
-	int closing;
+	size_t n_reqs;         /* requests waiting in head..tail (mu) */
+	int closing;           /* 1 closing, 2 closed: the thread is done (mu) */
 	/* The running exec, for cancel; and a pending approval. */
 	yajl_val running_id;
 	int cancel_pipe[2];    /* a byte here cancels the running foreground exec */
@@ -62,14 +64,22 @@ struct srv {
 	pthread_mutex_t out_mu;
 	pthread_cond_t out_cv;
 	struct line *out_head, *out_tail;
+	size_t out_bytes;      /* bytes of all queued lines (out_mu) */
+	pthread_cond_t out_space; /* signalled when out_bytes falls */
 	int out_closed;
 	int client_gone;
 	pthread_mutex_t mu;    /* sessions list */
 	struct sess *sessions;
-	unsigned approvals;
+	size_t req_bytes;      /* bytes of requests queued for all sessions (mu) */
+	unsigned approvals;    /* atomic */
 	int eof;
 	struct hs_policy *policy;
 };
+
+/* Bounds on what one client can make the server hold (documented in hs(1)). */
+#define SRV_OUT_MAX (64u * 1024u * 1024u)      /* queued reply and event bytes */
+#define SRV_SESS_REQS_MAX 256                  /* requests waiting per session */
+#define SRV_REQ_BYTES_MAX (256u * 1024u * 1024u) /* request bytes waiting, all sessions */
 
 /* the srv_writer (serve-out.c) */
 /* Queue one reply or event line; lines are written whole and in order. */

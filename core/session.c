@@ -299,7 +299,7 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 		/* The record is written before any command runs, so nothing leaks untracked. */
 		if (hs_record_save(c, rec, err, errlen) < 0) {
 			/* An environment no record names would leak: tear a new one down. */
-			hs_conn_close(cn, have);
+			hs_conn_close(cn, have, NULL, 0);
 			goto fail;
 		}
 	}
@@ -315,7 +315,7 @@ hs_session_end(struct hs_conn *cn, int lockfd, int ephemeral)
 {
 	/* The record was written (with the time of use) when the session began;
 	 * writing it again here would only cost another fsync per command. */
-	hs_conn_close(cn, !ephemeral);
+	hs_conn_close(cn, !ephemeral, NULL, 0);
 	if (lockfd >= 0)
 		close(lockfd);
 }

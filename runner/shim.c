@@ -8,7 +8,9 @@
  * until no descendant remains.  The command is done when its top process
  * exits: the shim reports the status at once and then removes whatever
  * the command left running (TERM, grace, KILL), so nothing of a finished
- * command survives it and nobody waits for leftovers.
+ * command survives it and nobody waits for leftovers.  A command stopped
+ * at its deadline or by a cancel is reported only once no process of it
+ * is left.
  */
 #include "runner.h"
 
@@ -395,7 +397,13 @@ void hsr_shim_run(const struct hsr_shim_spec *s)
 
 		got_sigchld = 0;
 		reap(&sh, &none_left);
-		if (sh.top_done && !sh.status_sent) {
+		/* A command stopped at its deadline or by a cancel is reported
+		 * only once its whole tree is gone (a TERM-ignoring child lasts
+		 * until the KILL after the grace): "timed out" then means no
+		 * process of it is left.  A command that finished on its own is
+		 * reported at once, and its leftovers are removed after. */
+		if (sh.top_done && !sh.status_sent &&
+		    (none_left || !(sh.st.timed_out || sh.st.cancelled))) {
 			sh.status_sent = 1;
 			if (write(s->status_fd, &sh.st, sizeof(sh.st)) < 0) {
 				/* The daemon is gone; cleanup below still runs. */

@@ -1,8 +1,9 @@
 # Loader, SDK and end-to-end tests.
 TESTS += tests/abi/loader.test tests/abi/example.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
-	tests/core/approval-floor.test
+	tests/core/approval-floor.test tests/core/run-faults.test
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test \
-	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test
+	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
+	tests/core/run-faults.test
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for
@@ -13,8 +14,9 @@ EXTRA_DIST += tests/security/ceilings.test tests/security/secrets.test docs/secu
 
 # Fault injection: garbage input, vanishing clients, hanging and stream-cutting
 # backends (tests/faults/faulty.c, built at test time), SIGKILL, full disks.
-TESTS += tests/faults/serve-faults.test tests/faults/disk-full.test
-EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/faults/faulty.c
+TESTS += tests/faults/serve-faults.test tests/faults/disk-full.test tests/faults/serve-limits.test
+EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/faults/faulty.c \
+	tests/faults/serve-limits.test
 
 # The unit tests under valgrind memcheck: no invalid access, no leak
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.

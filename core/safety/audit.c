@@ -21,11 +21,42 @@
 int
 hs_audit_open(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* O_NONBLOCK: a FIFO planted at the path must not hang hs (an open for
+	 * writing with no reader fails at once; with one, fstat refuses it). */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+	struct stat st;
 
-	if (fd < 0)
-		snprintf(err, errlen, "cannot open audit log '%s': %s", path, strerror(errno));
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open audit log '%s': %s%s", path, strerror(errno),
+		         errno == ELOOP ? " (a symlink is refused: point audit_log at the file itself)" : "");
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot check audit log '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "audit log '%s' is not a regular file: point audit_log at a file", path);
+		goto fail;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "audit log '%s' is owned by uid %u, not by you (uid %u): use a file of your own",
+		         path, (unsigned)st.st_uid, (unsigned)geteuid());
+		goto fail;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "audit log '%s' is writable by others (mode %03o): chmod go-w it", path,
+		         (unsigned)(st.st_mode & 0777));
+		goto fail;
+	}
+	if (fcntl(fd, F_SETFL, O_APPEND) < 0) {
+		snprintf(err, errlen, "cannot use audit log '%s': %s", path, strerror(errno));
+		goto fail;
+	}
 	return fd;
+fail:
+	close(fd);
+	return -1;
 }
 
 /* A copy of s with every byte that is not part of valid UTF-8 replaced by U+FFFD. */

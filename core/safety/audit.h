@@ -22,7 +22,11 @@ struct hs_audit_record {
 	int64_t duration_ms;
 };
 
-/* Open (create 0600) path for appending, refusing symlinks.  Returns an fd, or -1 with err. */
+/*
+ * Open (create 0600) path for appending, refusing a symlink, anything but a
+ * regular file (without blocking on a FIFO), a file of another owner and a
+ * file others can write.  Returns an fd, or -1 with err.
+ */
 int hs_audit_open(const char *path, char *err, size_t errlen);
 /*
  * Format r as one JSON line (with its newline) into a malloc'd buffer.

@@ -179,6 +179,50 @@ sx_khline(const struct sx_env *env)
 	return 0;
 }
 
+/*
+ * The 1-based line of known_hosts file path with an "@revoked" entry for
+ * the host key blob key (len bytes), 0 when there is none.  libssh2 does not
+ * know the marker (it reads "@revoked" as a host name), so a revoked key
+ * would be "not found" and taken under accept-new; hs refuses it for any
+ * host, as it is revoked wherever it turns up.
+ */
+static int
+sx_kh_revoked(const char *path, const char *key, size_t len)
+{
+	char line[16384];
+	int n = 0, hit = 0, partial = 0;
+	char *want = malloc(len / 3 * 4 + 8);
+	FILE *f;
+	if (!want)
+		return 0;
+	sx_b64((const uint8_t *)key, len, want);
+	if (!(f = fopen(path, "re"))) {
+		free(want);
+		return 0;
+	}
+	while (!hit && fgets(line, sizeof(line), f)) {
+		int cont = partial; /* the rest of a line longer than the buffer */
+		partial = !strchr(line, '\n') && !feof(f);
+		if (cont)
+			continue;
+		n++;
+		char *save = NULL, *marker = strtok_r(line, " \t\r\n", &save);
+		if (!marker || strcmp(marker, "@revoked") != 0)
+			continue;
+		char *hosts = strtok_r(NULL, " \t\r\n", &save);
+		char *type = strtok_r(NULL, " \t\r\n", &save);
+		char *b64 = strtok_r(NULL, " \t\r\n", &save);
+		if (!hosts || !type || !b64)
+			continue;
+		b64[strcspn(b64, "=")] = '\0'; /* sx_b64 does not pad */
+		if (strcmp(b64, want) == 0)
+			hit = n;
+	}
+	fclose(f);
+	free(want);
+	return hit;
+}
+
 int
 sx_is_rsa_key(const char *path)
 {
@@ -396,6 +440,14 @@ sx_hostkey(struct sx_env *env, char *err)
 	if (hash)
 		sx_b64((const uint8_t *)hash, 32, fp);
 	sx_khname(env, name, sizeof(name));
+	int revoked = sx_kh_revoked(env->known_hosts, key, len);
+	if (revoked) {
+		snprintf(err, HS_ERR_MAX,
+		         "host key of %s (%s SHA256:%s) is revoked (@revoked in %s line %d): the server "
+		         "must get a new host key; this one is never accepted", name,
+		         sx_keytype_name(type), fp, env->known_hosts, revoked);
+		return HS_E_HOSTKEY;
+	}
 	int tmask = sx_keytype_mask(type);
 	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(env->s);
 	if (!kh) {

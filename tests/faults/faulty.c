@@ -12,6 +12,8 @@
  *                  the local backend, but the stream it hands the core is
  *                  cut after a random number of bytes (either direction),
  *                  again on every re-attach.
+ *
+ * With FAULTY_CLOSE_FAIL set in the environment, close fails (HS_E_IO).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -271,6 +273,12 @@ f_close(void *envp, uint32_t flags, char *err)
 	struct fenv *env = envp;
 	if (!env)
 		return HS_OK;
+	if (getenv("FAULTY_CLOSE_FAIL")) {
+		/* A teardown that fails, as a daemon that refuses to stop would. */
+		snprintf(err, HS_ERR_MAX, "injected close failure");
+		free(env);
+		return HS_E_IO;
+	}
 #ifdef FAULTY_CUT
 	if (env->have_pump)
 		pthread_join(env->pump, NULL);

@@ -202,12 +202,43 @@ test_refused(void **s)
 	assert_int_equal(hs_backend_v1.open(f->state, &spec, &env, &props, err), HS_E_INVALID);
 }
 
+/* "@revoked" lines of known_hosts: the key's line number, whatever the host
+ * pattern or padding; plain lines and other keys do not count. */
+static void
+test_kh_revoked(void **unused)
+{
+	(void)unused;
+	char path[] = "/tmp/hs-kh-XXXXXX", b64a[80], b64b[80];
+	uint8_t a[50], b[50];
+	for (int i = 0; i < 50; i++) {
+		a[i] = (uint8_t)(i * 7 + 1);
+		b[i] = (uint8_t)(i * 11 + 3);
+	}
+	sx_b64(a, sizeof(a), b64a);
+	sx_b64(b, sizeof(b), b64b);
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	assert_non_null(f);
+	fprintf(f, "# a comment\n");
+	fprintf(f, "[127.0.0.1]:2222 ssh-ed25519 %s==\n", b64a); /* plain: trusted, not revoked */
+	fprintf(f, "@cert-authority * ssh-ed25519 %s==\n", b64b);
+	fprintf(f, "@revoked\t[other.host]:22 ssh-ed25519 %s== old key\n", b64a);
+	fclose(f);
+	assert_int_equal(sx_kh_revoked(path, (const char *)a, sizeof(a)), 4);
+	assert_int_equal(sx_kh_revoked(path, (const char *)b, sizeof(b)), 0);
+	assert_int_equal(sx_kh_revoked(path, (const char *)a, sizeof(a) - 1), 0);
+	assert_int_equal(sx_kh_revoked("/nonexistent/known_hosts", (const char *)a, sizeof(a)), 0);
+	unlink(path);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sha256),
 		cmocka_unit_test(test_quote_b64),
+		cmocka_unit_test(test_kh_revoked),
 		cmocka_unit_test_setup_teardown(test_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rsa_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
