@@ -275,7 +275,20 @@ struct hs_env_props {
 	char shell[64];          /* absolute path of bash if present, else sh */
 	char runtime_dir[512];   /* where the runner keeps its socket/spool inside */
 	char note[256];          /* e.g. "recreated container (it had vanished)" */
+	/* ABI 1.1 (a 1.0 plugin leaves these zero: the defaults below). */
+	uint32_t env_flags;      /* HS_ENVP_* */
+	uint32_t reserved1;
+	char start_dir[512];     /* where commands start when the session names
+	                            no directory; "" = the sandbox's default */
 };
+
+/* hs_env_props.env_flags (ABI 1.1). */
+#define HS_ENVP_HOST_ENV   (1u << 0) /* no environment of its own: commands get
+                                        the core's scrubbed host environment
+                                        (0: per-command variables are merged
+                                        over the sandbox's own environment) */
+#define HS_ENVP_CALLER_CWD (1u << 1) /* commands start in the caller's working
+                                        directory (the host's filesystem) */
 
 /* Output sink for exec(): stream 1 = stdout, 2 = stderr. */
 struct hs_sink {
