@@ -412,8 +412,20 @@ hs_core_policy(struct hs_core *c, char *err, size_t errlen)
 		protect[np++] = c->plugin_dirs[i];
 	struct hs_policy_paths pp = { .protected_paths = protect, .n_protected = np,
 	                              .home = c->paths.home };
-	if (hs_policy_load_layers(&c->policy, dirs, n, user_from, &pp, err, errlen) < 0)
-		return NULL;
+	if (hs_policy_load_layers(&c->policy, dirs, n, user_from, &pp, err, errlen) < 0) {
+		/*
+		 * A user layer that breaks the add-only rule (or does not load) is
+		 * ignored whole: hs goes on under the trusted policy, as if the
+		 * user's files were absent, and says so.  A trusted layer that
+		 * fails still stops hs.
+		 */
+		char e2[512];
+		if (user_from == n || hs_policy_load_layers(&c->policy, dirs, user_from, user_from, &pp, e2,
+		                                            sizeof(e2)) < 0)
+			return NULL;
+		hs_warn("%s; the user policy directories are ignored", err);
+		err[0] = 0;
+	}
 	return c->policy;
 }
 

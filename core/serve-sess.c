@@ -572,7 +572,8 @@ do_file(struct sess *ss, struct req *r, int put)
 	}
 	/* The same line as for commands: nothing writes hs's own files on the host. */
 	if (put && hs_guard_protects(s->c, path)) {
-		snprintf(err, sizeof(err), "put_file onto hs's own files ('%s') is refused", path);
+		snprintf(err, sizeof(err), "put_file refused: %s is one of the files that decide hs policy "
+		         "(config, allow list, policy, state)", path);
 		srv_reply_error(s, r->id, "denied", err);
 		return;
 	}
