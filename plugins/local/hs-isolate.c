@@ -33,12 +33,12 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
-#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
