@@ -44,7 +44,8 @@ static struct hsr_put *put_find(struct hsr_conn *c, uint64_t id, struct hsr_put 
 }
 
 /* Opens the directory holding path's last component (path is absolute)
- * without following a /proc magic link.  Kernels without openat2 (before
+ * without following a /proc magic link.  O_PATH: searching it is all the
+ * permission needed, as when the path was opened whole.  Kernels without openat2 (before
  * 5.6) resolve the directory with realpath(), which reads a magic link as
  * the path it shows, in this root, and refuse anything under /proc. */
 static int open_parent(const char *path)
@@ -59,7 +60,7 @@ static int open_parent(const char *path)
 	}
 	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
 #ifdef SYS_openat2
-	struct hsr_open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	struct hsr_open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 				    .resolve = RESOLVE_NO_MAGICLINKS };
 
 	fd = syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
@@ -74,7 +75,7 @@ static int open_parent(const char *path)
 		errno = ELOOP;
 		return -1;
 	}
-	fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	free(real);
 	return (int)fd;
 }
@@ -175,14 +176,18 @@ static int write_all(int fd, const uint8_t *b, size_t n)
 	return 0;
 }
 
-/* Makes a rename in directory dirfd durable.  File systems that cannot
- * sync a directory (EINVAL, ENOTSUP) are not an error. */
+/* Makes a rename in directory dirfd (an O_PATH descriptor) durable.  File
+ * systems that cannot sync a directory (EINVAL, ENOTSUP) are not an error. */
 static int sync_dir(int dirfd)
 {
-	int rc = fsync(dirfd);
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
 
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
 	if (rc < 0 && (errno == EINVAL || errno == ENOTSUP || errno == EROFS))
 		rc = 0;
+	close(fd);
 	return rc;
 }
 
