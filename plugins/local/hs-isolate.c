@@ -11,8 +11,8 @@
  * daemon, so the daemon is PID 1 there: when it exits, the kernel kills
  * everything left in the sandbox.
  *
- * DIR itself is the host's: the sandbox sees DIR/box at the path DIR and
- * nothing else of it, so the start lock, the alive lock, the root's mount
+ * DIR itself is the host's: the sandbox sees DIR/box, the daemon's own
+ * directory, and nothing else of it, so the start lock, the alive lock, the root's mount
  * point and the socket the host connects to (DIR/sock, a hard link to the
  * daemon's socket made once its peer is verified) are out of the sandbox's
  * reach.  Nothing the sandbox can write is followed, opened or trusted here.
@@ -325,7 +325,9 @@ init_main(const struct iso_opts *o, int efd, int syncfd)
 		iso_fail(efd, "cannot set up the runner's standard error: %s", strerror(errno));
 	if (close_fds_except(afd) < 0)
 		iso_fail(2, "cannot close inherited descriptors: %s", strerror(errno));
-	const char *argv[] = { "hs-runner", "--daemon", "--foreground", "--dir", o->dir,
+	char box[PATH_MAX];
+	snprintf(box, sizeof(box), "%s/%s", o->dir, ISO_BOX);
+	const char *argv[] = { "hs-runner", "--daemon", "--foreground", "--dir", box,
 	                       "--idle", o->idle, NULL };
 	const char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
 	execve(ISO_RUNNER_INSIDE, (char *const *)argv, (char *const *)envp);

@@ -1,8 +1,7 @@
 /*
  * isolate-root.c - the sandbox's file system, built by hs-isolate's PID 1 in
  * the new namespaces: a tmpfs root on DIR/root with the system directories
- * bound read-only and the workspace and DIR/box (at the path DIR)
- * read-write, private /tmp,
+ * bound read-only and the workspace and DIR/box read-write, private /tmp,
  * /var/tmp and /run, a minimal /dev, the new PID namespace's /proc with its
  * exposed entries read-only or hidden, the host's credentials and secrets
  * hidden behind empty stand-ins, and hs-runner at a fixed place; then
@@ -120,13 +119,12 @@ join(char *out, size_t len, const char *root, const char *path)
 }
 
 /*
- * Binds host path src at the path at (NULL: the same path) under root.
- * Symbolic links (merged /usr: /bin -> usr/bin) are recreated as links.
- * Missing sources are skipped when optional.
+ * Binds host path src at the same path under root.  Symbolic links (merged
+ * /usr: /bin -> usr/bin) are recreated as links.  Missing sources are
+ * skipped when optional.
  */
 static void
-bind_at(int efd, const char *root, const char *src, const char *at, int writable, int optional,
-        int rec)
+bind_path(int efd, const char *root, const char *src, int writable, int optional, int rec)
 {
 	char dst[PATH_MAX], link[PATH_MAX];
 	struct stat sb;
@@ -135,7 +133,7 @@ bind_at(int efd, const char *root, const char *src, const char *at, int writable
 			return;
 		iso_fail(efd, "cannot bind '%s' into the sandbox: %s", src, strerror(errno));
 	}
-	join(dst, sizeof(dst), root, at ? at : src);
+	join(dst, sizeof(dst), root, src);
 	if (S_ISLNK(sb.st_mode)) {
 		ssize_t n = readlink(src, link, sizeof(link) - 1);
 		if (n < 0)
@@ -166,12 +164,6 @@ bind_at(int efd, const char *root, const char *src, const char *at, int writable
 		(void)a;
 #endif
 	}
-}
-
-static void
-bind_path(int efd, const char *root, const char *src, int writable, int optional, int rec)
-{
-	bind_at(efd, root, src, NULL, writable, optional, rec);
 }
 
 static void
@@ -472,11 +464,11 @@ iso_build_root(int efd, const struct iso_opts *o, const char *rootdir)
 	 */
 	if (o->workspace)
 		bind_path(efd, rootdir, o->workspace, 1, 0, 0);
-	/* Of DIR only the box, at the path DIR, where the daemon keeps its socket
-	 * and spool: DIR itself (the locks, the host's socket link) stays out of reach. */
+	/* Of DIR only the box, where the daemon keeps its socket and spool: DIR
+	 * itself (the locks, the host's socket link) stays out of reach. */
 	char box[PATH_MAX];
 	snprintf(box, sizeof(box), "%s/%s", o->dir, ISO_BOX);
-	bind_at(efd, rootdir, box, o->dir, 1, 0, 0);
+	bind_path(efd, rootdir, box, 1, 0, 0);
 	hide_secrets(efd, rootdir, o);
 	/* Configured read-write binds come last: they are the user's explicit choice. */
 	for (int i = 0; i < o->n_rw; i++)

@@ -331,6 +331,13 @@ lo_isolate_start(struct lo_env *env, char *err)
 			argv[n++] = hide[i];
 		}
 	}
+	/* The admin configuration: hs-isolate hides the installed one itself; the
+	 * core also reads another when its test override names one. */
+	const char *adm = getenv("HS_SYSCONFDIR_FOR_TESTS");
+	if (adm && adm[0] == '/') {
+		argv[n++] = "--hide";
+		argv[n++] = adm;
+	}
 	if (env->memory > 0) {
 		snprintf(mem, sizeof(mem), "%lld", (long long)env->memory);
 		argv[n++] = "--memory";
@@ -482,7 +489,9 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		snprintf(props->isolation, sizeof(props->isolation), "namespaces");
 		props->runner = 1;
 		snprintf(props->shell, sizeof(props->shell), "%s", lo_shell(st));
-		snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", env->dir);
+		/* The daemon's directory, the same path inside and out (the session's
+		 * shell snapshot lives there); DIR itself is the host's alone. */
+		snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s/%s", env->dir, ISO_BOX);
 		snprintf(props->note, sizeof(props->note), "isolated with namespaces; workspace %s",
 		         env->workspace);
 		*envp = env;
