@@ -83,18 +83,28 @@ iso_fail(int fd, const char *fmt, ...)
 	_exit(1);
 }
 
+/* Reads a small file (a /proc entry) into buf, NUL-terminated; returns
+ * the byte count, or -1. */
+static ssize_t
+read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
 static int
 read_sysctl(const char *path, long *v)
 {
 	char buf[32];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	*v = strtol(buf, NULL, 10);
 	return 0;
 }
@@ -238,9 +248,33 @@ lock_error(void)
 	return errno == EINVAL ? "not a regular file of this user" : strerror(errno);
 }
 
-/* Does a daemon answer on path?  Returns its pid (as seen here), or 0. */
+/*
+ * Was pid started as `hs-runner --daemon ... --dir box`?  Its command line
+ * says so; nothing in a sandbox can rewrite it (PR_SET_MM needs a
+ * capability on the host).
+ */
+static int
+runs_with_dir(pid_t pid, const char *box)
+{
+	char path[64], buf[PATH_MAX + 256];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	ssize_t n = read_small(path, buf, sizeof(buf));
+	int daemon = 0;
+	for (char *a = buf; a < buf + n; a += strlen(a) + 1) {
+		daemon |= strcmp(a, "--daemon") == 0;
+		if (strcmp(a, "--dir") == 0 && a + strlen(a) + 1 < buf + n)
+			return daemon && strcmp(a + strlen(a) + 1, box) == 0;
+	}
+	return 0;
+}
+
+/*
+ * Does a daemon answer on path (and, when box is set, is it the daemon of
+ * that box, checked while still connected so that its pid cannot be
+ * reused)?  Returns its pid (as seen here), or 0.
+ */
 static pid_t
-sock_peer(const char *path)
+sock_peer(const char *path, const char *box)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ucred cred;
@@ -255,6 +289,8 @@ sock_peer(const char *path)
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
 		pid = cred.pid > 0 ? cred.pid : 1;
+	if (pid && box && !runs_with_dir(pid, box))
+		pid = 0;
 	close(fd);
 	return pid;
 }
@@ -395,7 +431,7 @@ adopt_sock(const struct iso_opts *o, pid_t pid, char *msg, size_t len)
 		return 0;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (fstat(fd, &sb) == 0 && S_ISSOCK(sb.st_mode) && sb.st_uid == geteuid() &&
-	    sock_peer(proc) == pid) {
+	    sock_peer(proc, NULL) == pid) {
 		snprintf(tmp, sizeof(tmp), "%s/sock.new", o->dir);
 		snprintf(path, sizeof(path), "%s/sock", o->dir);
 		unlink(tmp);
@@ -684,16 +720,25 @@ main(int argc, char **argv)
 		fprintf(stderr, "hs-isolate: cannot lock '%s': %s\n", lock, lock_error());
 		return 1;
 	}
-	if (sock_peer(sock)) {
+	if (sock_peer(sock, NULL)) {
 		/* A daemon answers: it must be a sandbox's, whose init holds the alive lock. */
 		char alive[PATH_MAX];
 		snprintf(alive, sizeof(alive), "%s/%s", o.dir, ISO_ALIVE_FILE);
 		int afd = open_lock_file(alive);
-		if (afd >= 0 && flock(afd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK)
-			return 0;
-		fprintf(stderr, "hs-isolate: the runner in '%s' runs unisolated (the session was started "
-		        "without isolation); end the session or use a new one\n", o.dir);
-		return 1;
+		if (afd < 0 || flock(afd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK) {
+			fprintf(stderr, "hs-isolate: the runner in '%s' runs unisolated (the session was "
+			        "started without isolation); end the session or use a new one\n", o.dir);
+			return 1;
+		}
+		/* And it must be this session's: its PID 1 serving DIR/box, not one an
+		 * older hs started with DIR itself inside, nor another sandbox's. */
+		if (!sock_peer(sock, box)) {
+			fprintf(stderr, "hs-isolate: the runner answering on '%s' is not this session's "
+			        "sandbox (an older hs started it, or the socket was replaced); end the "
+			        "session (hs session close) and start it again\n", sock);
+			return 1;
+		}
+		return 0;
 	}
 	o.lockfd = lfd;
 	/* The socket of a sandbox that is gone; launch links the new one. */
