@@ -10,6 +10,17 @@
 #include "core/hsconf-schema.h"
 
 static const char *const approval_values[] = { "deny", "ask", "approve", NULL };
+/*
+ * The default RLIMIT_DATA of isolated commands: 8 GiB.  A build with
+ * AddressSanitizer maps terabytes of shadow memory, so its runner could not
+ * start under any such limit: there, none by default.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define HS_ISOLATION_DATA 0
+#else
+#define HS_ISOLATION_DATA (8LL << 30)
+#endif
+
 static const char *const isolation_values[] = { "namespaces", "none", NULL };
 
 const struct hs_conf_schema hs_conf_schema_table[] = {
@@ -79,9 +90,12 @@ const struct hs_conf_schema hs_conf_schema_table[] = {
 	{ .name = "local.isolation_nofile", .type = HS_CONF_INT, .def_int = 0, .has_default = 1,
 	  .order = HS_ORDER_LESS_ZERO_MAX,
 	  .doc = "isolated mode: open-file limit (RLIMIT_NOFILE); 0: inherited" },
-	{ .name = "local.isolation_nproc", .type = HS_CONF_INT, .def_int = 0, .has_default = 1,
+	{ .name = "local.isolation_nproc", .type = HS_CONF_INT, .def_int = 4096, .has_default = 1,
 	  .order = HS_ORDER_LESS_ZERO_MAX,
 	  .doc = "isolated mode: process limit (RLIMIT_NPROC, counted per user); 0: inherited" },
+	{ .name = "local.isolation_data", .type = HS_CONF_INT, .def_int = HS_ISOLATION_DATA,
+	  .has_default = 1, .order = HS_ORDER_LESS_ZERO_MAX,
+	  .doc = "isolated mode: writable memory per process in bytes (RLIMIT_DATA); 0: inherited" },
 	{ .name = NULL },
 };
 

@@ -37,7 +37,8 @@ struct hsr_put {
 	struct hsr_put *next;
 	uint64_t id;
 	int fd;
-	char *tmp;
+	int dirfd; /* the target's directory: the temporary file and rename are relative to it */
+	char *tmp; /* the temporary file's name in dirfd */
 	char *path;
 	int failed;
 };

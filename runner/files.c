@@ -2,16 +2,34 @@
  * reader never sees half a file and a symlink at the target is replaced,
  * not followed.  The file is fsync'd before the rename and its directory
  * after, so an OK means the content is on disk under the new name.  GET
- * streams a regular file in chunks within the stream's output limit. */
+ * streams a regular file in chunks within the stream's output limit.
+ *
+ * Paths resolve in the runner's own root only: no /proc magic link
+ * (/proc/PID/fd/N, cwd, root, map_files) is followed on the way.  Such a
+ * link names an open file, not a path, so in an isolated sandbox it can
+ * lead to a directory outside the sandbox's root, as a descriptor its
+ * starter left open would. */
 #include "daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* openat2(2); the C library may lack a wrapper and the header. */
+#ifndef RESOLVE_NO_MAGICLINKS
+#define RESOLVE_NO_MAGICLINKS 0x02
+#endif
+struct hsr_open_how {
+	uint64_t flags;
+	uint64_t mode;
+	uint64_t resolve;
+};
 
 static unsigned put_seq;
 
@@ -25,12 +43,58 @@ static struct hsr_put *put_find(struct hsr_conn *c, uint64_t id, struct hsr_put 
 	return NULL;
 }
 
+/* Opens the directory holding path's last component (path is absolute)
+ * without following a /proc magic link.  O_PATH: searching it is all the
+ * permission needed, as when the path was opened whole.  Kernels without openat2 (before
+ * 5.6) resolve the directory with realpath(), which reads a magic link as
+ * the path it shows, in this root, and refuse anything under /proc. */
+static int open_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], *real;
+	long fd;
+
+	if ((size_t)(slash - path) >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+#ifdef SYS_openat2
+	struct hsr_open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				    .resolve = RESOLVE_NO_MAGICLINKS };
+
+	fd = syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd >= 0 || errno != ENOSYS)
+		return (int)fd;
+#endif
+	real = realpath(dir, NULL);
+	if (!real)
+		return -1;
+	if (strncmp(real, "/proc", 5) == 0 && (real[5] == '\0' || real[5] == '/')) {
+		free(real);
+		errno = ELOOP;
+		return -1;
+	}
+	fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	free(real);
+	return (int)fd;
+}
+
+/* Why a path could not be opened: ELOOP is a refused link. */
+static const char *path_error(int e)
+{
+	return e == ELOOP ? "it ends in a symlink or passes a /proc link (neither is followed)"
+			  : strerror(e);
+}
+
 static void put_free(struct hsr_put *p, int keep)
 {
 	if (p->fd >= 0)
 		close(p->fd);
-	if (!keep && p->tmp)
-		unlink(p->tmp);
+	if (!keep && p->tmp && p->dirfd >= 0)
+		unlinkat(p->dirfd, p->tmp, 0);
+	if (p->dirfd >= 0)
+		close(p->dirfd);
 	free(p->tmp);
 	free(p->path);
 	free(p);
@@ -60,6 +124,7 @@ static struct hsr_put *put_begin(struct hsr_conn *c, const struct hsr_msg *m)
 	if (!p)
 		return NULL;
 	p->fd = -1;
+	p->dirfd = -1;
 	p->id = m->id;
 	p->path = wire_path(m);
 	if (!p->path) {
@@ -73,12 +138,16 @@ static struct hsr_put *put_begin(struct hsr_conn *c, const struct hsr_msg *m)
 		hsr_conn_error(c, m->id, HSR_E_FILE, "invalid path '%s'", p->path);
 		goto fail;
 	}
-	snprintf(p->tmp, n, "%.*s.%s.hsr-%ld-%u", (int)(slash - p->path + 1), p->path, slash + 1,
-		 (long)getpid(), ++put_seq);
-	p->fd = open(p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* The temporary file and the rename are relative to the directory
+	 * opened once, so both land where the path led when it was checked. */
+	snprintf(p->tmp, n, ".%s.hsr-%ld-%u", slash + 1, (long)getpid(), ++put_seq);
+	p->dirfd = open_parent(p->path);
+	if (p->dirfd >= 0)
+		p->fd = openat(p->dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			       0600);
 	if (p->fd < 0) {
-		hsr_conn_error(c, m->id, HSR_E_FILE, "cannot create '%s': %s", p->tmp,
-			       strerror(errno));
+		hsr_conn_error(c, m->id, HSR_E_FILE, "cannot create a file beside '%s': %s", p->path,
+			       path_error(errno));
 		free(p->tmp);
 		p->tmp = NULL;
 		goto fail;
@@ -107,18 +176,12 @@ static int write_all(int fd, const uint8_t *b, size_t n)
 	return 0;
 }
 
-/* Makes a rename in path's directory durable.  File systems that cannot
- * sync a directory (EINVAL, ENOTSUP) are not an error. */
-static int sync_parent(const char *path)
+/* Makes a rename in directory dirfd (an O_PATH descriptor) durable.  File
+ * systems that cannot sync a directory (EINVAL, ENOTSUP) are not an error. */
+static int sync_dir(int dirfd)
 {
-	const char *slash = strrchr(path, '/');
-	char dir[4096];
-	int fd, rc;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
 
-	if (!slash || (size_t)(slash - path) >= sizeof(dir))
-		return 0;
-	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	rc = fsync(fd);
@@ -166,12 +229,12 @@ void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_ms
 		goto drop;
 	}
 	p->fd = -1;
-	if (rename(p->tmp, p->path) < 0) {
+	if (renameat(p->dirfd, p->tmp, p->dirfd, strrchr(p->path, '/') + 1) < 0) {
 		hsr_conn_error(c, m->id, HSR_E_FILE, "cannot rename into '%s': %s", p->path,
 			       strerror(errno));
 		goto drop;
 	}
-	if (sync && sync_parent(p->path) < 0) {
+	if (sync && sync_dir(p->dirfd) < 0) {
 		/* The file is in place; only its durability is in doubt. */
 		hsr_conn_error(c, m->id, HSR_E_FILE, "'%s' written, but cannot sync its directory: %s",
 			       p->path, strerror(errno));
@@ -193,7 +256,7 @@ void hsr_files_get(struct hsr_conn *c, const struct hsr_msg *m)
 	struct hsr_get *g;
 	struct stat st;
 	char *path = wire_path(m);
-	int fd;
+	int fd, dirfd = -1;
 
 	if (!path) {
 		hsr_conn_error(c, m->id, HSR_E_FILE, "invalid path: it must be absolute");
@@ -205,10 +268,13 @@ void hsr_files_get(struct hsr_conn *c, const struct hsr_msg *m)
 				       (unsigned long long)m->id);
 			goto out;
 		}
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	dirfd = open_parent(path);
+	fd = dirfd < 0 ? -1
+		       : openat(dirfd, strrchr(path, '/') + 1,
+				O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		hsr_conn_error(c, m->id, HSR_E_FILE, "cannot read '%s': %s", path,
-			       fd < 0 ? strerror(errno) : "not a regular file");
+			       fd < 0 ? path_error(errno) : "not a regular file");
 		if (fd >= 0)
 			close(fd);
 		goto out;
@@ -224,6 +290,8 @@ void hsr_files_get(struct hsr_conn *c, const struct hsr_msg *m)
 	g->next = c->gets;
 	c->gets = g;
 out:
+	if (dirfd >= 0)
+		close(dirfd);
 	free(path);
 }
 

@@ -11,7 +11,7 @@
 #define ISO_MAX_BINDS 32
 
 struct iso_opts {
-	const char *dir;       /* the session's runtime directory (host path) */
+	const char *dir;       /* the session's runtime directory (host path, host-only) */
 	const char *runner;    /* hs-runner on the host */
 	const char *workspace; /* bound read-write; may be NULL */
 	const char *idle;
@@ -20,7 +20,8 @@ struct iso_opts {
 	int n_hide_extra;
 	const char *ro[ISO_MAX_BINDS], *rw[ISO_MAX_BINDS];
 	int n_ro, n_rw;
-	long long memory;
+	long long memory; /* RLIMIT_AS */
+	long long data;   /* RLIMIT_DATA */
 	long long nofile;
 	long long nproc;
 	int share_net;
@@ -36,6 +37,8 @@ void iso_fail(int fd, const char *fmt, ...) __attribute__((noreturn, format(prin
 void iso_explain_refusal(char *out, size_t len, int err);
 
 /* the sandbox's root (isolate-root.c) */
+/* Is a equal to b or an ancestor of it? */
+int iso_covers(const char *a, const char *b);
 /* Builds the sandbox's root in a tmpfs on rootdir and pivots into it; the
  * caller is PID 1 of the new namespaces.  Errors go to efd (iso_fail). */
 void iso_build_root(int efd, const struct iso_opts *o, const char *rootdir);

@@ -1,7 +1,7 @@
 /*
  * isolate-root.c - the sandbox's file system, built by hs-isolate's PID 1 in
  * the new namespaces: a tmpfs root on DIR/root with the system directories
- * bound read-only and the workspace and DIR read-write, private /tmp,
+ * bound read-only and the workspace and DIR/box read-write, private /tmp,
  * /var/tmp and /run, a minimal /dev, the new PID namespace's /proc with its
  * exposed entries read-only or hidden, the host's credentials and secrets
  * hidden behind empty stand-ins, and hs-runner at a fixed place; then
@@ -176,8 +176,8 @@ mount_tmpfs(int efd, const char *dst, const char *opts, unsigned long flags)
 }
 
 /* Is a equal to b or an ancestor of it? */
-static int
-covers(const char *a, const char *b)
+int
+iso_covers(const char *a, const char *b)
 {
 	size_t n = strlen(a);
 	if (n == 1 && a[0] == '/')
@@ -238,14 +238,14 @@ hide(int efd, const char *root, const char *path, int standin, const struct iso_
 	struct stat hb, sb;
 	if (!path || path[0] != '/' || strcmp(path, "/") == 0)
 		return;
-	if ((o->workspace && covers(path, o->workspace)) || covers(path, o->dir))
+	if ((o->workspace && iso_covers(path, o->workspace)) || iso_covers(path, o->dir))
 		return;
 	/* A configured bind is the user's explicit choice. */
 	for (int i = 0; i < o->n_ro; i++)
-		if (covers(path, o->ro[i]))
+		if (iso_covers(path, o->ro[i]))
 			return;
 	for (int i = 0; i < o->n_rw; i++)
-		if (covers(path, o->rw[i]))
+		if (iso_covers(path, o->rw[i]))
 			return;
 	if (lstat(path, &hb) < 0 || S_ISLNK(hb.st_mode))
 		return; /* nothing on the host to hide */
@@ -302,6 +302,9 @@ hide_secrets(int efd, const char *root, const struct iso_opts *o)
 	char p[PATH_MAX];
 	for (int i = 0; etc_secrets[i]; i++)
 		hide(efd, root, etc_secrets[i], 0, o);
+	/* The admin's configuration (gateway tokens) wherever it was installed. */
+	if (strcmp(HS_SYSCONFDIR, "/etc/hs") != 0)
+		hide(efd, root, HS_SYSCONFDIR, 0, o);
 	/* Host private keys of sshd. */
 	DIR *d = opendir("/etc/ssh");
 	if (d) {
@@ -461,7 +464,11 @@ iso_build_root(int efd, const struct iso_opts *o, const char *rootdir)
 	 */
 	if (o->workspace)
 		bind_path(efd, rootdir, o->workspace, 1, 0, 0);
-	bind_path(efd, rootdir, o->dir, 1, 0, 0);
+	/* Of DIR only the box, where the daemon keeps its socket and spool: DIR
+	 * itself (the locks, the host's socket link) stays out of reach. */
+	char box[PATH_MAX];
+	snprintf(box, sizeof(box), "%s/%s", o->dir, ISO_BOX);
+	bind_path(efd, rootdir, box, 1, 0, 0);
 	hide_secrets(efd, rootdir, o);
 	/* Configured read-write binds come last: they are the user's explicit choice. */
 	for (int i = 0; i < o->n_rw; i++)

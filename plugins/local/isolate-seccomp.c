@@ -4,7 +4,8 @@
  * below, which fail with EPERM: they would undo the sandbox (mounts, new
  * user namespaces), reach into other processes (ptrace, process_vm_*,
  * pidfd_getfd), or reach the kernel's most exposed surfaces (bpf, keyring,
- * modules, kexec, perf, userfaultfd).  Without libseccomp the filter cannot
+ * modules, kexec, perf, userfaultfd, io_uring, AF_VSOCK sockets to the
+ * hypervisor and its other guests).  Without libseccomp the filter cannot
  * be built, and isolation refuses to run instead of running without it.
  * man/hs-local.7 lists the same calls; keep them in step.
  */
@@ -19,6 +20,7 @@
 #ifdef HAVE_SECCOMP
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <seccomp.h>
 
 /* Denied outright with EPERM. */
@@ -36,6 +38,8 @@ static const char *const iso_denied[] = {
 	"name_to_handle_at", "lookup_dcookie", "quotactl", "quotactl_fd", "acct", "swapon",
 	"swapoff", "reboot", "syslog", "iopl", "ioperm", "uselib", "_sysctl", "nfsservctl",
 	"vhangup", "fanotify_init", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+	/* io_uring runs system calls the filter never sees, and is a frequent kernel bug */
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
 	NULL,
 };
 
@@ -62,6 +66,13 @@ add_rules(scmp_filter_ctx ctx)
 	int nr = seccomp_syscall_resolve_name("clone3");
 	if (nr != __NR_SCMP_ERROR &&
 	    (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0)) < 0)
+		return rc;
+	/* Sockets to the hypervisor (AF_VSOCK): a way out of the network namespace. */
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+	                           SCMP_A0(SCMP_CMP_EQ, AF_VSOCK))) < 0)
 		return rc;
 	/* Typing into a terminal's input queue (TIOCSTI) and the console ioctls. */
 	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,

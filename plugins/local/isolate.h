@@ -11,6 +11,8 @@
 #define ISO_START_LOCK "isolate.lock"
 /* Held (LOCK_EX) by the sandbox's init for its whole life. */
 #define ISO_ALIVE_FILE "isolate.alive"
+/* DIR/box is all of DIR the sandbox sees (read-write): the daemon's own directory. */
+#define ISO_BOX "box"
 /* Where hs-runner is bound inside the sandbox. */
 #define ISO_RUNNER_INSIDE "/run/hs-runner"
 

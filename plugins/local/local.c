@@ -50,6 +50,7 @@ static const struct hs_config_key lo_keys[] = {
 	{ "isolation_bind_rw", HS_CONF_STRINGS, "isolated mode: more host paths, bound read-write" },
 	{ "isolation_nofile", HS_CONF_INT, "isolated mode: open-file limit (RLIMIT_NOFILE)" },
 	{ "isolation_nproc", HS_CONF_INT, "isolated mode: process limit (RLIMIT_NPROC, per user)" },
+	{ "isolation_data", HS_CONF_INT, "isolated mode: writable memory per process (RLIMIT_DATA)" },
 	{ "shell", HS_CONF_STRING, "the session shell (default: bash when present, else sh)" },
 	{ NULL, 0, NULL },
 };
@@ -292,7 +293,7 @@ lo_isolate_start(struct lo_env *env, char *err)
 {
 	struct lo_state *st = env->st;
 	const char *argv[64];
-	char idle[32], mem[32], nofile[32], nproc[32], msg[HS_ERR_MAX];
+	char idle[32], mem[32], lim[3][32], msg[HS_ERR_MAX];
 	char hide[3][PATH_MAX];
 	int n = 0;
 	const char *const *list;
@@ -330,21 +331,29 @@ lo_isolate_start(struct lo_env *env, char *err)
 			argv[n++] = hide[i];
 		}
 	}
+	/* The admin configuration: hs-isolate hides the installed one itself; the
+	 * core also reads another when its test override names one. */
+	const char *adm = getenv("HS_SYSCONFDIR_FOR_TESTS");
+	if (adm && adm[0] == '/') {
+		argv[n++] = "--hide";
+		argv[n++] = adm;
+	}
 	if (env->memory > 0) {
 		snprintf(mem, sizeof(mem), "%lld", (long long)env->memory);
 		argv[n++] = "--memory";
 		argv[n++] = mem;
 	}
-	if (st->host->config_int(st->host->ctx, "isolation_nofile", &v) == HS_OK && v > 0) {
-		snprintf(nofile, sizeof(nofile), "%lld", (long long)v);
-		argv[n++] = "--nofile";
-		argv[n++] = nofile;
-	}
-	if (st->host->config_int(st->host->ctx, "isolation_nproc", &v) == HS_OK && v > 0) {
-		snprintf(nproc, sizeof(nproc), "%lld", (long long)v);
-		argv[n++] = "--nproc";
-		argv[n++] = nproc;
-	}
+	/* Resource limits from config; the schema gives the defaults, 0 keeps the inherited. */
+	static const char *const limits[3][2] = {
+		{ "isolation_nofile", "--nofile" }, { "isolation_nproc", "--nproc" },
+		{ "isolation_data", "--data" },
+	};
+	for (int i = 0; i < 3; i++)
+		if (st->host->config_int(st->host->ctx, limits[i][0], &v) == HS_OK && v > 0) {
+			snprintf(lim[i], sizeof(lim[i]), "%lld", (long long)v);
+			argv[n++] = limits[i][1];
+			argv[n++] = lim[i];
+		}
 	if (env->share_net)
 		argv[n++] = "--share-net";
 	const char *keys[2] = { "isolation_bind_ro", "isolation_bind_rw" };
@@ -480,7 +489,9 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		snprintf(props->isolation, sizeof(props->isolation), "namespaces");
 		props->runner = 1;
 		snprintf(props->shell, sizeof(props->shell), "%s", lo_shell(st));
-		snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", env->dir);
+		/* The daemon's directory, the same path inside and out (the session's
+		 * shell snapshot lives there); DIR itself is the host's alone. */
+		snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s/%s", env->dir, ISO_BOX);
 		snprintf(props->note, sizeof(props->note), "isolated with namespaces; workspace %s",
 		         env->workspace);
 		*envp = env;
@@ -542,26 +553,38 @@ lo_rm(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 /*
  * Waits (up to 5 s) until the sandbox's init is gone: it holds its lock
  * until it has killed and reaped everything left in the PID namespace.
+ * The lock is in DIR, which the sandbox cannot write; it is opened without
+ * following or blocking all the same, and must be a regular file.  Returns
+ * 1 when the sandbox is gone, 0 when it may still run.
  */
-static void
+static int
 lo_wait_sandbox(struct lo_env *env)
 {
 	char path[600];
+	struct stat sb;
 	snprintf(path, sizeof(path), "%s/%s", env->dir, ISO_ALIVE_FILE);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
-		return;
+		return errno == ENOENT;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		env->st->host->log(env->st->host->ctx, HS_LOG_WARN,
+		                   "'%s' is not a regular file: cannot tell whether the sandbox is gone",
+		                   path);
+		return 0;
+	}
 	/* Short steps first: the sandbox is usually gone within a millisecond or two. */
 	for (int waited = 0, step = 1; waited < 5000; waited += step, step = step < 10 ? step + 1 : 10) {
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			close(fd);
-			return;
+			return 1;
 		}
 		poll(NULL, 0, step);
 	}
 	close(fd);
 	env->st->host->log(env->st->host->ctx, HS_LOG_WARN,
 	                   "the sandbox of '%s' is still running 5 s after its runner stopped", env->dir);
+	return 0;
 }
 
 static void
@@ -590,7 +613,9 @@ lo_stop(struct lo_env *env)
 	}
 	if (env->isolated) {
 		char path[PATH_MAX];
-		lo_wait_sandbox(env);
+		/* A sandbox still running could swap what nftw walks below: leave it. */
+		if (!lo_wait_sandbox(env))
+			return;
 		lo_sticky_path(env, path, sizeof(path));
 		unlink(path);
 	}

@@ -8,8 +8,8 @@ plugins_local_hs_isolate_CFLAGS = $(AM_CFLAGS) $(LIBSECCOMP_CFLAGS)
 plugins_local_hs_isolate_LDADD = $(LIBSECCOMP_LIBS)
 dist_man_MANS += man/hs-local.7
 EXTRA_DIST += docs/isolation.md
-TESTS += tests/isolation/isolation.test
-EXTRA_DIST += tests/isolation/isolation.test
+TESTS += tests/isolation/isolation.test tests/isolation/escape.test
+EXTRA_DIST += tests/isolation/isolation.test tests/isolation/escape.test
 
 # Isolated `true` vs plain local vs docker exec (bench/isolation-bench.sh).
 bench-isolation: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT) plugins/local/hs-isolate$(EXEEXT)
