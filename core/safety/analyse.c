@@ -270,21 +270,60 @@ define_alias(struct hs_actx *x, const char *arg)
 	hs_analyse_script(x, a->value, strlen(a->value), NULL, &ignored);
 }
 
-/* A directory from "cd DIR", kept so relative paths after it can be judged. */
-static void
-track_cd(struct hs_actx *x, const char **argv, const unsigned *flags, int argc)
+const char hs_cwd_unknown[] = { HS_SH_DYN_CHAR, 0 };
+
+int
+hs_cwd_is_unknown(const char *cwd)
+{
+	return cwd && cwd[0] == HS_SH_DYN_CHAR;
+}
+
+const char *
+hs_cwd_enter(struct hs_actx *x, const char *cwd, const char *dir, unsigned flags, int *depth)
 {
 	char buf[1024];
-	int partial = 0;
+	int partial = 0, d = depth ? *depth : 0;
+	size_t l;
 
-	if (argc < 2 || (flags[1] & HS_W_DYN) || argv[1][0] == '-') {
-		x->cwd = NULL;
-		return;
+	if ((flags & HS_W_DYN) || dir[0] == '-' || hs_cwd_is_unknown(cwd))
+		return hs_cwd_unknown;
+	/* Below the start directory it stays "somewhere in the project"; above it, unknown. */
+	if (!cwd && dir[0] != '/' && dir[0] != '~') {
+		for (const char *s = dir; *s; s += l) {
+			s += strspn(s, "/");
+			l = strcspn(s, "/");
+			if (l == 2 && s[0] == '.' && s[1] == '.') {
+				if (--d < 0)
+					return hs_cwd_unknown;
+			} else if (l && !(l == 1 && s[0] == '.')) {
+				d++;
+			}
+		}
+		if (depth)
+			*depth = d;
+		return NULL;
 	}
-	if (hs_path_norm(x->pol, argv[1], x->cwd, buf, sizeof(buf), &partial) && !partial)
-		x->cwd = hs_arena_strndup(x->a, buf, strlen(buf));
+	if (hs_path_norm(x->pol, dir, cwd, buf, sizeof(buf), &partial) && !partial)
+		return hs_arena_strndup(x->a, buf, strlen(buf));
+	return hs_cwd_unknown;
+}
+
+/* A directory from "cd DIR", kept so relative paths after it can be judged. */
+static void
+track_cd(struct hs_actx *x, const char *prog, const char **argv, const unsigned *flags, int argc)
+{
+	int i = 1;
+
+	while (i < argc && !(flags[i] & HS_W_DYN) && (!strcmp(argv[i], "-L") || !strcmp(argv[i], "-P")))
+		i++;
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (!strcmp(prog, "popd") || (!strcmp(prog, "pushd") && i >= argc))
+		x->cwd = hs_cwd_unknown; /* the stack's top is not followed */
+	else if (i >= argc)
+		x->cwd = "~"; /* plain cd goes home */
 	else
-		x->cwd = NULL;
+		x->cwd = hs_cwd_enter(x, x->cwd, argv[i], flags[i], &x->cwd_depth);
 }
 
 /* echo/printf with static arguments: the text a following "| sh" would run. */
@@ -541,8 +580,8 @@ walk_cmd(struct hs_actx *x, const struct hs_sh_node *n, const struct hs_progset 
 		hs_progset_add(produced, av);
 		return;
 	}
-	if (!strcmp(prog, "cd") || !strcmp(prog, "pushd"))
-		track_cd(x, argv, aflags, argc);
+	if (!strcmp(prog, "cd") || !strcmp(prog, "pushd") || !strcmp(prog, "popd"))
+		track_cd(x, prog, argv, aflags, argc);
 
 	memset(&c, 0, sizeof(c));
 	c.prog = prog;

@@ -54,7 +54,7 @@ static int
 takes_operand(int kind)
 {
 	return kind == HS_OK_ARG || kind == HS_OK_CODE || kind == HS_OK_SPLIT || kind == HS_OK_OPAQUE ||
-	       kind == HS_OK_INT;
+	       kind == HS_OK_INT || kind == HS_OK_CHDIR;
 }
 
 int

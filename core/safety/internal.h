@@ -90,7 +90,19 @@ enum hs_optkind {
 	HS_OK_OPAQUE,      /* what runs cannot be known (pwsh -EncodedCommand) */
 	HS_OK_ARGV,        /* the rest of the words is a command (watch -x) */
 	HS_OK_INT,         /* an integer operand; anything else and the program refuses to run (nice -n) */
+	HS_OK_CHDIR,       /* the operand is the directory the command runs in (env -C, sudo -D) */
 };
+
+/* hs_cmd.cwd of a command whose directory is known only at run time (cd "$X"). */
+extern const char hs_cwd_unknown[];
+int hs_cwd_is_unknown(const char *cwd);
+/*
+ * The directory DIR names when entered from cwd: a copy in x's arena, NULL
+ * for the start directory or a directory below it (*depth counts the levels;
+ * without depth, ".." from the start is unknown), or hs_cwd_unknown.
+ */
+struct hs_actx;
+const char *hs_cwd_enter(struct hs_actx *x, const char *cwd, const char *dir, unsigned flags, int *depth);
 
 struct hs_longopt {
 	const char *name;
@@ -250,7 +262,8 @@ struct hs_cmd {
 	struct hs_progset stdin_from;  /* programs whose output this command reads */
 	struct hs_progset script_from; /* programs that produced the code it runs */
 	const char *stdin_text;        /* static heredoc or here-string text */
-	const char *cwd;               /* directory from an earlier static cd */
+	const char *cwd;               /* directory from an earlier cd (or a wrapper's -C): NULL for
+	                                  the start directory, hs_cwd_unknown when known only at run time */
 };
 
 struct hs_alias {
@@ -275,6 +288,7 @@ struct hs_actx {
 	struct hs_alias *aliases;
 	struct hs_func *funcs;
 	const char *cwd;
+	int cwd_depth;                 /* levels below the start directory, while cwd is NULL */
 	const char *home;
 };
 

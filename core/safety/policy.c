@@ -340,7 +340,7 @@ declared(const struct hs_policy *p, const char *prog)
 
 static const char *const runs_names[] = { "", "command", "shell", "eval", "source", "find", "xargs", "watch",
 	"su", "ssh", "parallel", "stdin", "options", "dashdash", "code-operand", NULL };
-static const char *const tag_names[] = { "", "", "", "", "code", "split", "stop", "opaque", "argv", "int", NULL };
+static const char *const tag_names[] = { "", "", "", "", "code", "split", "stop", "opaque", "argv", "int", "chdir", NULL };
 
 /* One "options" entry: -x, -x:, -x::, --name: code KEY=PREFIX..., -x stop (see hs-policy(5)). */
 static int

@@ -70,6 +70,8 @@ hs_path_norm(const struct hs_policy *p, const char *in, const char *cwd, char *o
 		} else {
 			put_str(tmp, 0, sizeof(tmp), in);
 		}
+	} else if (hs_cwd_is_unknown(cwd)) {
+		return 0;
 	} else if (cwd) {
 		if (cwd[0] == '~') {
 			home = 1;
@@ -202,8 +204,12 @@ unknown_pred(const struct hs_policy *p, const struct hs_pred *pr, const char *wo
 	char norm[1024];
 	int partial;
 
-	if (!strchr(word, HS_SH_DYN_CHAR))
+	if (!strchr(word, HS_SH_DYN_CHAR)) {
+		/* A relative path from a directory known only at run time (cd "$X"; rm -rf .). */
+		if (hs_cwd_is_unknown(cwd) && word[0] && word[0] != '/' && word[0] != '~' && word[0] != '-')
+			return set_match_one(pr->set, "/");
 		return 0;
+	}
 	if (word[0] == '-' && eq)
 		rest = word = eq + 1; /* --output=$X */
 	while (*rest == HS_SH_DYN_CHAR)

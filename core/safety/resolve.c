@@ -574,6 +574,12 @@ read_options(struct hs_actx *x, struct hs_cmd *c, const struct hs_progdecl *d, s
 			if (!is_int(o.value))
 				return 1; /* "invalid adjustment": the program stops */
 			break;
+		case HS_OK_CHDIR:
+			/* The command runs there: relative paths are judged from it. */
+			if (o.value)
+				c->cwd = hs_cwd_enter(x, c->cwd, o.value, strchr(o.value, HS_SH_DYN_CHAR) ? HS_W_DYN : 0,
+				                      NULL);
+			break;
 		}
 	}
 }
