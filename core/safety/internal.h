@@ -148,7 +148,7 @@ struct hs_rule {
 	struct hs_strlist programs_not;
 	struct hs_strlist subcommands;
 	struct hs_flaglist flags_all, flags_any, flags_none;
-	struct hs_predlist args_any, args_all, words_any, words_all, last_arg,
+	struct hs_predlist args_any, args_all, words_any, words_all, last_arg, sources_any,
 		values_any, writes_any, reads_any, redirs_any, env_any, stdin_text_any;
 	struct hs_strlist stdin_from, script_from;
 	int min_args;

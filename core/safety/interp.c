@@ -3,7 +3,7 @@
  *
  * "python3 -c 'import os; os.system(\"rm -rf /\")'" runs a shell command
  * that no shell parser sees.  This scanner is not a Python (or Perl, Ruby,
- * Node, PHP) parser: it tokenises enough (identifiers, string literals,
+ * Node, PHP, awk) parser: it tokenises enough (identifiers, string literals,
  * brackets, comments) to find calls of the functions that run programs,
  * and hands their literal arguments to the shell analyser.  Recursive
  * deletions and file writes through the standard library become the
@@ -16,7 +16,7 @@
 
 #include "core/safety/internal.h"
 
-enum lang { L_PY, L_PERL, L_RUBY, L_NODE, L_PHP };
+enum lang { L_PY, L_PERL, L_RUBY, L_NODE, L_PHP, L_AWK };
 
 struct scan {
 	const char *s;
@@ -42,6 +42,7 @@ static const char *const shell_calls[][16] = {
 	[L_RUBY] = { "system", "exec", "spawn", "popen", "capture2", "capture2e", "capture3", "popen3", NULL },
 	[L_NODE] = { "exec", "execSync", "spawn", "spawnSync", "execFile", "execFileSync", NULL },
 	[L_PHP] = { "system", "exec", "shell_exec", "passthru", "popen", "proc_open", "pcntl_exec", NULL },
+	[L_AWK] = { "system", NULL },
 };
 
 static const char *const rm_calls[] = { "rmtree", "rm_rf", "rm_r", "remove_tree", "rmSync", "rmdirSync",
@@ -244,6 +245,86 @@ run_call(struct hs_actx *x, const struct call *cl, struct hs_progset *produced)
 	hs_analyse_script(x, hs_arena_strndup(x->a, buf, l), l, NULL, produced);
 }
 
+static size_t
+skip_blanks(const struct scan *sc, size_t j)
+{
+	while (j < sc->n && (sc->s[j] == ' ' || sc->s[j] == '\t'))
+		j++;
+	return j;
+}
+
+/* print | "sh": what awk prints is the code that runs. */
+static int
+awk_feeds_shell(const char *cmd)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox", NULL };
+	size_t l, b;
+
+	cmd += strspn(cmd, " \t");
+	l = strcspn(cmd, " \t;|&");
+	for (b = l; b && cmd[b - 1] != '/'; b--)
+		;
+	for (int k = 0; shells[k]; k++)
+		if (l - b == strlen(shells[k]) && !memcmp(cmd + b, shells[k], l - b))
+			return !strstr(cmd + l, "-c");
+	return 0;
+}
+
+/*
+ * awk runs shell commands through pipes as well as system(): print | "CMD",
+ * print |& "CMD" (gawk) and "CMD" | getline; print > "FILE" writes FILE.
+ * Returns 1 when it consumed something at sc->i.
+ */
+static int
+awk_io(struct hs_actx *x, struct scan *sc, const struct hs_cmd *c, struct hs_progset *produced)
+{
+	const char *lit;
+	char ch = sc->s[sc->i];
+	size_t j;
+
+	if (ch == '|' && sc->i + 1 < sc->n && sc->s[sc->i + 1] == '|') {
+		sc->i += 2;
+		return 1;
+	}
+	if (ch == '|') {
+		j = sc->i + 1;
+		if (j < sc->n && sc->s[j] == '&')
+			j++;
+		j = skip_blanks(sc, j);
+		if (j < sc->n && sc->s[j] == '"') {
+			sc->i = j;
+			if (read_literal(x, sc, &lit)) {
+				hs_analyse_script(x, lit, strlen(lit), NULL, produced);
+				if (awk_feeds_shell(lit))
+					hs_actx_opaque(x, "awk prints code into a shell");
+			}
+			return 1;
+		}
+		return 0;
+	}
+	if (ch == '"') {
+		if (!read_literal(x, sc, &lit))
+			return 0;
+		j = skip_blanks(sc, sc->i);
+		if (j + 1 < sc->n && sc->s[j] == '|' && sc->s[j + 1] != '|') {
+			j = skip_blanks(sc, j + 1 + (sc->s[j + 1] == '&'));
+			if (sc->n - j >= 7 && !memcmp(sc->s + j, "getline", 7))
+				hs_analyse_script(x, lit, strlen(lit), NULL, produced);
+		}
+		return 1;
+	}
+	if (ch == '>') {
+		j = skip_blanks(sc, sc->i + 1 + (sc->i + 1 < sc->n && sc->s[sc->i + 1] == '>'));
+		if (j < sc->n && sc->s[j] == '"') {
+			sc->i = j;
+			if (read_literal(x, sc, &lit))
+				run_synthetic(x, c, "tee", NULL, NULL, lit, produced);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 void
 hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const struct hs_cmd *c,
 	       struct hs_progset *produced)
@@ -255,9 +336,13 @@ hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const 
 	int guard = 0;
 
 	sc.lang = !strcmp(langname, "python") ? L_PY : !strcmp(langname, "perl") ? L_PERL :
-		!strcmp(langname, "ruby") ? L_RUBY : !strcmp(langname, "node") ? L_NODE : L_PHP;
+		!strcmp(langname, "ruby") ? L_RUBY : !strcmp(langname, "node") ? L_NODE :
+		!strcmp(langname, "awk") ? L_AWK : L_PHP;
 	while (sc.i < sc.n && ++guard < 100000) {
 		char ch = sc.s[sc.i];
+
+		if (sc.lang == L_AWK && awk_io(x, &sc, c, produced))
+			continue;
 
 		if (ch == '#' || ch == '/') {
 			size_t before = sc.i;

@@ -386,7 +386,10 @@ put_param(struct hs_sh_parser *p, struct sb *b, struct hs_sh_word *w, const char
 	}
 	v = p->vars ? find_var(p, name, nlen) : NULL;
 	if (v && v->value) {
-		/* Assigned a literal earlier in this command line: that is the value. */
+		/* Assigned a literal earlier in this command line: that is the value.
+		 * Unquoted after IFS was assigned, it splits in a way not followed here. */
+		if (!in_dq && p->ifs_set)
+			w->flags |= HS_W_OPAQUE;
 		for (s = v->value; *s; s++) {
 			if (!in_dq && (*s == ' ' || *s == '\t' || *s == '\n')) {
 				sb_put(p, b, IFS_MARK);

@@ -129,6 +129,9 @@ has_flag(const struct mctx *m, const struct hs_flagspec *f)
 	return 0;
 }
 
+/* mv/cp -t DIR: every operand is a source. */
+static const struct hs_flagspec target_dir = { .names = { "t", "target-directory" }, .n = 2 };
+
 static int
 any_flag(const struct mctx *m, const struct hs_flaglist *l)
 {
@@ -304,6 +307,8 @@ rule_matches(struct mctx *m, const struct hs_rule *r, int indexed)
 	if (r->words_all.n && !pred_all(m, &r->words_all, c->argv + 1, c->argc - 1))
 		return 0;
 	if (r->last_arg.n && (c->argc < 2 || !pred_any(m, &r->last_arg, c->argv + c->argc - 1, 1)))
+		return 0;
+	if (r->sources_any.n && !pred_any(m, &r->sources_any, args, has_flag(m, &target_dir) ? nargs : nargs - 1))
 		return 0;
 	if (r->values_any.n) {
 		for (i = 0; i < pa->nopt; i++)

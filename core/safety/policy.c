@@ -523,7 +523,7 @@ load_programs(struct load *l, const config_setting_t *list)
 }
 
 static const char *const match_keys[] = { "program", "program_not", "subcommand", "flags_all", "flags_any",
-	"flags_none", "args_any", "args_all", "words_any", "words_all", "last_arg", "values_any", "writes_any",
+	"flags_none", "args_any", "args_all", "words_any", "words_all", "last_arg", "sources_any", "values_any", "writes_any",
 	"reads_any", "redirects_any", "env_any", "stdin_text_any", "stdin_from", "script_from", "min_args", NULL };
 static const char *const rule_keys[] = { "id", "severity", "scope", "description", "match", "examples",
 	"counterexamples", "disabled", NULL };
@@ -611,6 +611,7 @@ load_rule(struct load *l, const config_setting_t *e)
 	    get_predlist(l, config_setting_get_member(m, "words_any"), &r.words_any, "words_any", id) ||
 	    get_predlist(l, config_setting_get_member(m, "words_all"), &r.words_all, "words_all", id) ||
 	    get_predlist(l, config_setting_get_member(m, "last_arg"), &r.last_arg, "last_arg", id) ||
+	    get_predlist(l, config_setting_get_member(m, "sources_any"), &r.sources_any, "sources_any", id) ||
 	    get_predlist(l, config_setting_get_member(m, "values_any"), &r.values_any, "values_any", id) ||
 	    get_predlist(l, config_setting_get_member(m, "writes_any"), &r.writes_any, "writes_any", id) ||
 	    get_predlist(l, config_setting_get_member(m, "reads_any"), &r.reads_any, "reads_any", id) ||

@@ -289,6 +289,131 @@ do_interp(struct hs_actx *x, struct hs_cmd *c, const char *lang, struct hs_progs
 	run_stdin(x, c, lang, produced);
 }
 
+/* Does s start with one of the words in l (then a blank or the end)? */
+static size_t
+word_in(const char *s, const char *const *l)
+{
+	for (; *l; l++) {
+		size_t n = strlen(*l);
+
+		if (!strncmp(s, *l, n) && (!s[n] || s[n] == ' ' || s[n] == '\t' || s[n] == '!' || s[n] == '('))
+			return n;
+	}
+	return 0;
+}
+
+/*
+ * One Ex command given to an editor (vim -c CMD, +CMD): ":!CMD", ":r !CMD"
+ * and ":w !CMD" run CMD in a shell; system(), :terminal, :execute and the
+ * script interfaces run code that cannot be read here.
+ */
+static void
+ex_command(struct hs_actx *x, struct hs_cmd *c, const char *s, struct hs_progset *produced)
+{
+	static const char *const mods[] = { "silent!", "silent", "sil!", "sil", "keepalt", "noautocmd", NULL };
+	static const char *const reads[] = { "read", "rea", "re", "r", NULL };
+	static const char *const writes[] = { "write", "writ", "wri", "wr", "w", NULL };
+	static const char *const code[] = { "terminal", "term", "execute", "exe", "call", "py3", "python3", "python",
+		"py", "pyx", "lua", "luado", "perl", "ruby", "rubydo", "tcl", "mzscheme", "normal", "norm", NULL };
+	size_t n;
+
+	for (;;) {
+		s += strspn(s, " \t:");
+		if (!(n = word_in(s, mods)))
+			break;
+		s += n;
+	}
+	if (*s == '!') {
+		hs_analyse_script(x, s + 1, strlen(s + 1), NULL, produced);
+		return;
+	}
+	if ((n = word_in(s, reads)) && s[n + strspn(s + n, " \t")] == '!') {
+		s += n + strspn(s + n, " \t") + 1;
+		hs_analyse_script(x, s, strlen(s), NULL, produced);
+		return;
+	}
+	if ((n = word_in(s, writes)) && (s[n] == ' ' || s[n] == '\t') && s[n + strspn(s + n, " \t")] == '!') {
+		s += n + strspn(s + n, " \t") + 1;
+		hs_analyse_script(x, s, strlen(s), NULL, produced);
+		return;
+	}
+	if (word_in(s, code) || strstr(s, "system(") || strstr(s, "systemlist(") || strstr(s, "jobstart("))
+		hs_actx_opaque(x, "editor command runs code");
+	(void)c;
+}
+
+/* vi, vim, nvim, ex, view: -c CMD, --cmd CMD and +CMD are Ex commands run at start. */
+static void
+do_editor(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
+{
+	for (int i = 1; i < c->argc; i++) {
+		const char *a = c->argv[i];
+
+		if (!strcmp(a, "--"))
+			break;
+		if ((!strcmp(a, "-c") || !strcmp(a, "--cmd")) && i + 1 < c->argc) {
+			if (c->aflags[i + 1] & HS_W_DYN)
+				hs_actx_opaque(x, "editor command known only at run time");
+			else
+				ex_command(x, c, c->argv[i + 1], produced);
+			i++;
+		} else if (a[0] == '+' && a[1] && !(a[1] >= '0' && a[1] <= '9') && a[1] != '/') {
+			if (c->aflags[i] & HS_W_DYN)
+				hs_actx_opaque(x, "editor command known only at run time");
+			else
+				ex_command(x, c, a + 1, produced);
+		}
+	}
+}
+
+/* awk [-F FS] [-v V=X] [-f FILE | -e/--source CODE | 'PROGRAM'] FILE...: the program's system() and pipes. */
+static void
+do_awk(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
+{
+	int i = 1, from_file = 0, code = -1;
+	const char *a;
+
+	while (i < c->argc) {
+		a = c->argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || !a[1] || (c->aflags[i] & HS_W_DYN))
+			break;
+		if (!strcmp(a, "-e") || !strcmp(a, "--source")) {
+			if (i + 1 < c->argc)
+				code = i + 1;
+			i += 2;
+			continue;
+		}
+		if (!strncmp(a, "--source=", 9)) {
+			hs_interp_scan(x, "awk", a + 9, c, produced);
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "-f") || !strcmp(a, "--file") || !strcmp(a, "-E") || !strcmp(a, "--exec") ||
+		    !strncmp(a, "--file=", 7) || !strncmp(a, "--exec=", 7) || (a[1] == 'f' && a[2]))
+			from_file = 1;
+		/* -F FS, -v V=X, -f FILE take the next word unless attached. */
+		if ((a[1] == 'F' || a[1] == 'v' || a[1] == 'f' || a[1] == 'E' || a[1] == 'e') && !a[2])
+			i++;
+		else if (!strcmp(a, "--file") || !strcmp(a, "--exec") || !strcmp(a, "--assign") ||
+			 !strcmp(a, "--field-separator"))
+			i++;
+		i++;
+	}
+	if (code < 0 && !from_file && i < c->argc)
+		code = i;
+	if (code < 0 || code >= c->argc)
+		return;
+	if (c->aflags[code] & HS_W_DYN) {
+		hs_actx_opaque(x, "awk program known only at run time");
+		return;
+	}
+	hs_interp_scan(x, "awk", c->argv[code], c, produced);
+}
+
 static void
 do_find(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced)
 {
@@ -913,6 +1038,17 @@ hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produ
 	    (sd = hs_policy_decl(x->pol, key)) && sd->runs)
 		d = sd; /* docker exec: the subcommand has a grammar of its own */
 	if (!d || !d->runs) {
+		if (!strcmp(c->prog, "awk") || !strcmp(c->prog, "gawk") || !strcmp(c->prog, "mawk") ||
+		    !strcmp(c->prog, "nawk")) {
+			do_awk(x, c, produced);
+			return 1;
+		}
+		if (!strcmp(c->prog, "vi") || !strcmp(c->prog, "vim") || !strcmp(c->prog, "nvim") ||
+		    !strcmp(c->prog, "ex") || !strcmp(c->prog, "view") || !strcmp(c->prog, "vimdiff") ||
+		    !strcmp(c->prog, "gvim") || !strcmp(c->prog, "rvim")) {
+			do_editor(x, c, produced);
+			return 1;
+		}
 		if ((lang = interp_lang(c->prog))) {
 			do_interp(x, c, lang, produced);
 			return 1;
