@@ -85,7 +85,7 @@ dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.
 	policy/database.rules policy/hs-self.rules policy/credential-dirs.rules policy/storage.rules \
 	policy/firewall.rules policy/remote.rules policy/deletion.rules policy/services.rules policy/macos.rules \
 	policy/wrappers.rules policy/run-time-targets.rules
-dist_policy_DATA += policy/env-hooks.rules
+dist_policy_DATA += policy/env-hooks.rules policy/host-state.rules
 dist_man_MANS += man/hs-policy.5
 EXTRA_DIST += tests/safety/toml-seeds
 EXTRA_DIST += core/safety/fuzz-analyse.c tests/safety/dangerous.txt tests/safety/everyday.txt \
