@@ -61,9 +61,13 @@ dk_static_runner() {
 	file -L "$r" 2>/dev/null | grep -q dynamic || return 0
 	command -v musl-gcc >/dev/null || dk_skip "hs-runner is dynamic (sanitizer build) and musl-gcc is missing"
 	v=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"/\1/p' "$top_builddir/config.h")
-	musl-gcc -std=gnu11 -O2 -static -D_GNU_SOURCE -DHSR_VERSION="\"$v\"" -I"$src" -o "$t/hs-runner" \
-		"$src"/main.c "$src"/attach.c "$src"/daemon.c "$src"/cmd.c "$src"/shim.c "$src"/spool.c \
-		"$src"/files.c "$src"/rundir.c "$src"/proto.c "$src"/stop.c "$src"/hmac.c ||
+	# The sources are the build's own list (RUNNER_SRCS in runner/local.mk).
+	local srcs
+	srcs=$(sed -n '/^RUNNER_SRCS *=/,/[^\\]$/p' "$src/local.mk" | sed 's/^RUNNER_SRCS *=//; s/\\//g')
+	[ -n "$srcs" ] || dk_skip "no RUNNER_SRCS in $src/local.mk"
+	# shellcheck disable=SC2086
+	musl-gcc -std=gnu11 -O2 -static -D_GNU_SOURCE -DHSR_VERSION="\"$v\"" -I"$src" -I"${srcdir:-.}" -o "$t/hs-runner" \
+		$(for f in $srcs; do printf '%s/%s ' "${srcdir:-.}" "$f"; done) ||
 		dk_skip "cannot build a static hs-runner with musl-gcc"
 	export HS_RUNNER=$t/hs-runner
 }
