@@ -1,7 +1,8 @@
 # plugins/ssh: the ssh backend (see man/hs-ssh.7).
 plugin_LTLIBRARIES += plugins/ssh/ssh.la
 SX_SRCS = plugins/ssh/ssh.c plugins/ssh/ssh-conn.c plugins/ssh/ssh-install.c \
-	plugins/ssh/ssh-exec.c plugins/ssh/sx.h plugins/ssh/sha256.c plugins/ssh/sha256.h
+	plugins/ssh/ssh-exec.c plugins/ssh/sx.h plugins/ssh/sha256.c plugins/ssh/sha256.h \
+	runner/hmac.c runner/hmac.h
 plugins_ssh_ssh_la_SOURCES = $(SX_SRCS)
 plugins_ssh_ssh_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(LIBSSH2_CFLAGS)
 plugins_ssh_ssh_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'
@@ -21,7 +22,7 @@ dist_confd_DATA += conf/conf.d/ssh.conf
 check_PROGRAMS += tests/ssh/test-unit
 TESTS += tests/ssh/test-unit
 # test-unit.c includes the backend's .c files (for their static helpers).
-tests_ssh_test_unit_SOURCES = tests/ssh/test-unit.c plugins/ssh/sha256.c plugins/ssh/sha256.h \
+tests_ssh_test_unit_SOURCES = tests/ssh/test-unit.c plugins/ssh/sha256.c plugins/ssh/sha256.h runner/hmac.c \
 	plugins/ssh/sx.h
 tests_ssh_test_unit_CFLAGS = $(AM_CFLAGS) $(LIBSSH2_CFLAGS) $(CMOCKA_CFLAGS) -I$(top_srcdir)/sdk -I$(top_srcdir)/plugins/ssh
 tests_ssh_test_unit_LDADD = sdk/libhsfakehost.a $(LIBSSH2_LIBS) $(CMOCKA_LIBS) $(PTHREAD_LIBS)

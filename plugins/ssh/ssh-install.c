@@ -113,7 +113,7 @@ static int
 sx_remote_hash(struct sx_env *env, const char *path, char hex[65], uint64_t *size)
 {
 	LIBSSH2_SFTP_HANDLE *h = libssh2_sftp_open(env->sftp, path, LIBSSH2_FXF_READ, 0);
-	struct sx_sha256 c;
+	struct hsr_sha256 c;
 	uint8_t dg[32];
 	char *buf = malloc(65536);
 	if (!h || !buf) {
@@ -122,7 +122,7 @@ sx_remote_hash(struct sx_env *env, const char *path, char hex[65], uint64_t *siz
 		free(buf);
 		return -1;
 	}
-	sx_sha256_init(&c);
+	hsr_sha256_init(&c);
 	*size = 0;
 	for (;;) {
 		ssize_t r = libssh2_sftp_read(h, buf, 65536);
@@ -133,12 +133,12 @@ sx_remote_hash(struct sx_env *env, const char *path, char hex[65], uint64_t *siz
 			free(buf);
 			return -1;
 		}
-		sx_sha256_update(&c, buf, (size_t)r);
+		hsr_sha256_update(&c, buf, (size_t)r);
 		*size += (uint64_t)r;
 	}
 	libssh2_sftp_close(h);
 	free(buf);
-	sx_sha256_final(&c, dg);
+	hsr_sha256_final(&c, dg);
 	sx_hex(dg, 32, hex);
 	return 0;
 }

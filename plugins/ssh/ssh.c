@@ -666,7 +666,7 @@ sx_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	}
 	if (env->use_runner && st->host->runner_path) {
 		FILE *f = fopen(st->host->runner_path, "re");
-		struct sx_sha256 c;
+		struct hsr_sha256 c;
 		uint8_t dg[32], buf[65536];
 		size_t n;
 		if (!f) {
@@ -675,11 +675,11 @@ sx_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 			free(env);
 			return HS_E_UNAVAILABLE;
 		}
-		sx_sha256_init(&c);
+		hsr_sha256_init(&c);
 		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-			sx_sha256_update(&c, buf, n);
+			hsr_sha256_update(&c, buf, n);
 		fclose(f);
-		sx_sha256_final(&c, dg);
+		hsr_sha256_final(&c, dg);
 		sx_hex(dg, 32, env->runner_hex);
 	}
 	pthread_mutex_init(&env->mu, NULL);

@@ -20,11 +20,11 @@
 static void
 sha(const void *d, size_t n, char hex[65])
 {
-	struct sx_sha256 c;
+	struct hsr_sha256 c;
 	uint8_t dg[32];
-	sx_sha256_init(&c);
-	sx_sha256_update(&c, d, n);
-	sx_sha256_final(&c, dg);
+	hsr_sha256_init(&c);
+	hsr_sha256_update(&c, d, n);
+	hsr_sha256_final(&c, dg);
 	sx_hex(dg, 32, hex);
 }
 
@@ -40,18 +40,18 @@ test_sha256(void **unused)
 	sha("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
 	assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 	/* a million 'a', fed in uneven pieces */
-	struct sx_sha256 c;
+	struct hsr_sha256 c;
 	uint8_t dg[32];
 	char buf[997];
 	memset(buf, 'a', sizeof(buf));
-	sx_sha256_init(&c);
+	hsr_sha256_init(&c);
 	size_t left = 1000000;
 	while (left) {
 		size_t n = left < sizeof(buf) ? left : sizeof(buf);
-		sx_sha256_update(&c, buf, n);
+		hsr_sha256_update(&c, buf, n);
 		left -= n;
 	}
-	sx_sha256_final(&c, dg);
+	hsr_sha256_final(&c, dg);
 	sx_hex(dg, 32, hex);
 	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
