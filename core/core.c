@@ -56,8 +56,11 @@ conf_warn(void *ctx, const char *msg)
 const char *
 hs_core_sysconfdir(void)
 {
+	/* The test suite points hs at its own admin layer; an installed hs
+	 * ignores the variable, or any user could swap out the layer that
+	 * holds the admin's locked ceilings. */
 	const char *t = getenv("HS_SYSCONFDIR_FOR_TESTS");
-	return t && *t ? t : HS_SYSCONFDIR;
+	return t && *t && hs_paths_from_build_tree() ? t : HS_SYSCONFDIR;
 }
 
 int

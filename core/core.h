@@ -53,7 +53,10 @@ struct hs_core {
 /* The built-in backend compiled into hs (plugins/local). */
 extern const struct hs_backend_v1 hs_builtin_local;
 
-/* SYSCONFDIR, or HS_SYSCONFDIR_FOR_TESTS when the test suite sets it. */
+/*
+ * SYSCONFDIR, or HS_SYSCONFDIR_FOR_TESTS when the test suite sets it and hs
+ * runs from its build tree (an installed hs ignores the variable).
+ */
 const char *hs_core_sysconfdir(void);
 
 /*

@@ -26,12 +26,32 @@ xdg(char *out, size_t len, const char *var, const char *home, const char *fallba
 	return (n < 0 || (size_t)n >= len) ? -1 : 0;
 }
 
+/* The directory of the running binary.  Returns 0, or -1 when unknown. */
+static int
+exe_dir(char *out, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", out, len - 1);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	char *slash = strrchr(out, '/');
+	if (slash)
+		*slash = '\0';
+	return 0;
+}
+
+/* Whether dir is the build tree or below it. */
+static int
+under_build_tree(const char *dir)
+{
+	size_t bl = strlen(HS_BUILDDIR);
+	return strncmp(dir, HS_BUILDDIR, bl) == 0 && (dir[bl] == '/' || dir[bl] == '\0');
+}
+
 int
 hs_paths_init(struct hs_paths *p, char *err, size_t errlen)
 {
 	const char *home = getenv("HOME");
-	char exe[PATH_MAX];
-	ssize_t n;
 
 	memset(p, 0, sizeof(*p));
 	if (!home || home[0] != '/') {
@@ -58,17 +78,16 @@ hs_paths_init(struct hs_paths *p, char *err, size_t errlen)
 	else
 		snprintf(p->runtime, sizeof(p->runtime), "/tmp/hs-%u", (unsigned)geteuid());
 
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash)
-			*slash = '\0';
-		snprintf(p->exe_dir, sizeof(p->exe_dir), "%s", exe);
-		size_t bl = strlen(HS_BUILDDIR);
-		p->in_build_tree = strncmp(exe, HS_BUILDDIR, bl) == 0 && (exe[bl] == '/' || exe[bl] == '\0');
-	}
+	if (exe_dir(p->exe_dir, sizeof(p->exe_dir)) == 0)
+		p->in_build_tree = under_build_tree(p->exe_dir);
 	return 0;
+}
+
+int
+hs_paths_from_build_tree(void)
+{
+	char d[PATH_MAX];
+	return exe_dir(d, sizeof(d)) == 0 && under_build_tree(d);
 }
 
 static size_t

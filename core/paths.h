@@ -22,6 +22,12 @@ struct hs_paths {
 int hs_paths_init(struct hs_paths *p, char *err, size_t errlen);
 
 /*
+ * Whether the running hs is the one in its build tree (the test suite's),
+ * not an installed copy.  Returns 1 or 0.
+ */
+int hs_paths_from_build_tree(void);
+
+/*
  * Build the plugin search path: the configured plugin_dirs (HS_PLUGIN_DIR
  * is prepended to them by the configuration, under its lock), the installed plugin directory, then (only when
  * running from the build tree) the build tree's plugin output directories.

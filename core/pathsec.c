@@ -142,17 +142,6 @@ hs_pathsec_dir_open(const char *path, const char *hint, char *err, size_t errlen
 }
 
 int
-hs_pathsec_private_dir(const char *path, char *err, size_t errlen)
-{
-	int fd = hs_pathsec_dir_open(path, NULL, err, errlen);
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-int
 hs_pathsec_write_at(int dirfd, const char *dir, const char *name, const void *buf, size_t len,
                     mode_t mode, char *err, size_t errlen)
 {
@@ -204,11 +193,4 @@ fail:
 		close(fd);
 	unlinkat(dirfd, tmp, 0);
 	return -1;
-}
-
-int
-hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
-                        char *err, size_t errlen)
-{
-	return hs_pathsec_write_at(AT_FDCWD, NULL, path, buf, len, mode, err, errlen);
 }

@@ -56,20 +56,12 @@ int hs_pathsec_openat(int dirfd, const char *name, const char *path, int flags, 
  */
 int hs_pathsec_dir_open(const char *path, const char *hint, char *err, size_t errlen);
 
-/* hs_pathsec_dir_open without a hint, for a check only: 0 or -1 with a reason. */
-int hs_pathsec_private_dir(const char *path, char *err, size_t errlen);
-
 /*
- * Write len bytes to path atomically: a temporary file in the same directory
- * (O_EXCL|O_NOFOLLOW, the given mode), fsync, rename over path.  Nothing is
- * half-written: on any failure the old file stays.  Returns 0 or -1 with a reason.
- */
-int hs_pathsec_write_atomic(const char *path, const void *buf, size_t len, mode_t mode,
-                            char *err, size_t errlen);
-
-/*
- * The same for the file name in the directory dirfd (whose path dir, or
- * NULL, is only for messages): everything relative to the descriptor.
+ * Write len bytes to the file name in the directory dirfd (whose path dir,
+ * or NULL, is only for messages) atomically, everything relative to the
+ * descriptor: a temporary file beside it (O_EXCL|O_NOFOLLOW, the given mode),
+ * fsync, rename over name.  Nothing is half-written: on any failure the old
+ * file stays.  Returns 0 or -1 with a reason.
  */
 int hs_pathsec_write_at(int dirfd, const char *dir, const char *name, const void *buf, size_t len,
                         mode_t mode, char *err, size_t errlen);

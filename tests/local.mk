@@ -1,9 +1,9 @@
 # Loader, SDK and end-to-end tests.
 TESTS += tests/abi/loader.test tests/abi/example.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
-	tests/core/approval-floor.test tests/core/run-faults.test
+	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
-	tests/core/run-faults.test
+	tests/core/run-faults.test tests/core/install.test
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for

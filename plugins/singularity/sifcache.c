@@ -399,12 +399,6 @@ out:
 	return rc;
 }
 
-int
-hs_sifcache_evict(const struct hs_sifcache *c, const char *keep, char *err)
-{
-	return sc_index_update(c, NULL, keep, err);
-}
-
 /* ---- Building. ---- */
 
 /* Run the build in a child, refreshing the lock's mtime while it runs. */

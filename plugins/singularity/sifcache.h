@@ -59,7 +59,4 @@ int hs_sifcache_path(const struct hs_sifcache *c, const char *source, char *out,
 int hs_sifcache_get(const struct hs_sifcache *c, const char *source, char *path, size_t len,
                     int *built, char *err);
 
-/* Remove least recently used images until the cache fits max_bytes, keeping keep (may be NULL). */
-int hs_sifcache_evict(const struct hs_sifcache *c, const char *keep, char *err);
-
 #endif /* HS_SIFCACHE_H */
