@@ -355,7 +355,7 @@ static void read_ctl(struct shim *sh, int fd, int *ctl_open)
 	}
 }
 
-/* A stop signal to the one-shot runner (oneshot.c); 0 in the daemon's
+/* A stop signal to the one-shot runner (`hs-runner --exec`); 0 in the daemon's
  * shims, which take their cancels from the control pipe. */
 static volatile sig_atomic_t stop_signal;
 
