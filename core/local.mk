@@ -12,8 +12,8 @@ core_hs_SOURCES = \
 	core/approval.c core/approval.h core/capture.c core/capture.h \
 	core/cmd_run.c core/cmd_serve.c core/serve.h core/serve-out.c core/serve-sess.c \
 	core/serve-req.c core/serve-req.h core/cmd_check.c core/cmd_session.c \
-	plugins/local/local.c plugins/common/attach.c plugins/common/attach.h
+	plugins/local/local.c
 dist_man_MANS += man/hs.1
 core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS)
-core_hs_LDADD = core/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a \
+core_hs_LDADD = core/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a plugins/common/libhsb.a \
 	sdk/libhsfakehost.a $(YAJL_LIBS) $(LIBCONFIG_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)

@@ -61,6 +61,7 @@ tests_runner_test_dirchain_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_dirchain_LDADD = $(CMOCKA_LIBS)
 
 HSR_SH_TESTS = tests/runner/cli.test tests/runner/rundir.test tests/runner/chroot.test \
+	tests/runner/oneshot.test \
 	tests/runner/runchan.test
 TESTS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \
 	tests/runner/test-hmac tests/runner/test-dirchain \

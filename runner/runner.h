@@ -116,6 +116,12 @@ void hsr_close_others(const int *keep, int nkeep);
 
 /* Runs in the freshly forked shim; never returns. */
 void hsr_shim_run(const struct hsr_shim_spec *s) __attribute__((noreturn));
+/* The one-shot runner (`--exec`): this process supervises the command the
+ * way a shim does (ctl_fd and status_fd -1), and also kills the command's
+ * tree on SIGTERM, SIGINT or SIGHUP to itself.  Returns once no process of
+ * the command is left: the command's exit status (128+N for a signal),
+ * 124 when the deadline stopped it, 128+N when stop signal N did. */
+int hsr_shim_oneshot(const struct hsr_shim_spec *s);
 
 /* daemon.c */
 struct hsr_daemon_opts {

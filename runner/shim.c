@@ -11,6 +11,10 @@
  * command survives it and nobody waits for leftovers.  A command stopped
  * at its deadline or by a cancel is reported only once no process of it
  * is left.
+ *
+ * The one-shot runner (`hs-runner --exec`, exec-mode backends) is the same
+ * supervisor run in the runner's own process, with stop signals to it in
+ * place of the control pipe, and it returns only when the tree is gone.
  */
 #include "runner.h"
 
@@ -351,15 +355,29 @@ static void read_ctl(struct shim *sh, int fd, int *ctl_open)
 	}
 }
 
-void hsr_shim_run(const struct hsr_shim_spec *s)
+/* A stop signal to the one-shot runner (`hs-runner --exec`); 0 in the daemon's
+ * shims, which take their cancels from the control pipe. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
 {
-	int keep[] = { s->fd_in, s->fd_out, s->fd_err, s->fd_state, s->ctl_fd, s->status_fd };
+	stop_signal = sig;
+}
+
+/* Starts the command under a subreaper and supervises it until no process
+ * of it is left: the deadline and cancels (control pipe, or a stop signal
+ * when stop_sigs is set) kill the whole tree.  status_fd, when not -1,
+ * gets the status as soon as the top process exits (or, after a kill, once
+ * the tree is gone).  Fills *st and returns the stop signal that ended the
+ * command, or 0. */
+static int supervise(const struct hsr_shim_spec *s, int stop_sigs, struct hsr_shim_status *st)
+{
+	static const int stops[] = { SIGTERM, SIGINT, SIGHUP };
 	struct shim sh = { .grace_ms = s->grace_ms };
 	struct sigaction sa;
 	sigset_t block, waitmask;
-	int ctl_open = 1;
+	int ctl_open = s->ctl_fd >= 0, stopped_by = 0;
 
-	hsr_close_others(keep, 6);
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigchld;
@@ -367,27 +385,44 @@ void hsr_shim_run(const struct hsr_shim_spec *s)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGCHLD, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&block);
 	sigaddset(&block, SIGCHLD);
+	if (stop_sigs) {
+		sa.sa_handler = on_stop_signal;
+		for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+			sigaction(stops[i], &sa, NULL);
+			sigaddset(&block, stops[i]);
+		}
+	} else {
+		signal(SIGTERM, SIG_DFL);
+	}
 	sigprocmask(SIG_BLOCK, &block, &waitmask);
-	sigdelset(&waitmask, SIGCHLD);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&block, sig) == 1)
+			sigdelset(&waitmask, sig);
 
 	sh.child = fork();
 	if (sh.child < 0) {
+		hsr_warn("cannot start '%s': %s", s->argv[0], strerror(errno));
 		sh.st.exit_code = 126;
 		sh.top_done = 1;
 	} else if (sh.child == 0) {
-		close(s->ctl_fd);
-		close(s->status_fd);
+		if (s->ctl_fd >= 0)
+			close(s->ctl_fd);
+		if (s->status_fd >= 0)
+			close(s->status_fd);
 		child_exec(s);
 	}
-	close(s->fd_in);
-	close(s->fd_out);
-	close(s->fd_err);
-	if (s->fd_state >= 0)
-		close(s->fd_state);
-	fcntl(s->ctl_fd, F_SETFL, O_NONBLOCK);
+	/* The one-shot runner keeps its own stdio (the command's are the
+	 * same descriptors); a shim holds only the command's ends. */
+	if (s->ctl_fd >= 0) {
+		close(s->fd_in);
+		close(s->fd_out);
+		close(s->fd_err);
+		if (s->fd_state >= 0)
+			close(s->fd_state);
+		fcntl(s->ctl_fd, F_SETFL, O_NONBLOCK);
+	}
 
 	for (;;) {
 		struct pollfd pfd = { .fd = ctl_open ? s->ctl_fd : -1, .events = POLLIN };
@@ -397,6 +432,12 @@ void hsr_shim_run(const struct hsr_shim_spec *s)
 
 		got_sigchld = 0;
 		reap(&sh, &none_left);
+		if (stop_signal && !stopped_by) {
+			stopped_by = stop_signal;
+			if (!sh.top_done)
+				sh.st.cancelled = 1;
+			start_kill(&sh);
+		}
 		/* A command stopped at its deadline or by a cancel is reported
 		 * only once its whole tree is gone (a TERM-ignoring child lasts
 		 * until the KILL after the grace): "timed out" then means no
@@ -405,17 +446,21 @@ void hsr_shim_run(const struct hsr_shim_spec *s)
 		if (sh.top_done && !sh.status_sent &&
 		    (none_left || !(sh.st.timed_out || sh.st.cancelled))) {
 			sh.status_sent = 1;
-			if (write(s->status_fd, &sh.st, sizeof(sh.st)) < 0) {
-				/* The daemon is gone; cleanup below still runs. */
+			if (s->status_fd >= 0) {
+				if (write(s->status_fd, &sh.st, sizeof(sh.st)) < 0) {
+					/* The daemon is gone; cleanup below still runs. */
+				}
+				close(s->status_fd);
 			}
-			close(s->status_fd);
 			/* Without children there can be no descendants, so
 			 * the common case skips the walk of /proc. */
 			if (!none_left)
 				start_kill(&sh); /* leftovers of a finished command */
 		}
-		if (sh.top_done && none_left)
-			_exit(0);
+		if (sh.top_done && none_left) {
+			*st = sh.st;
+			return stopped_by;
+		}
 		if (!sh.top_done && !sh.killing && s->deadline > 0) {
 			if (now >= s->deadline) {
 				sh.st.timed_out = 1;
@@ -448,4 +493,28 @@ void hsr_shim_run(const struct hsr_shim_spec *s)
 		if (ppoll(&pfd, 1, tsp, &waitmask) > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
 			read_ctl(&sh, s->ctl_fd, &ctl_open);
 	}
+}
+
+void hsr_shim_run(const struct hsr_shim_spec *s)
+{
+	int keep[] = { s->fd_in, s->fd_out, s->fd_err, s->fd_state, s->ctl_fd, s->status_fd };
+	struct hsr_shim_status st;
+
+	hsr_close_others(keep, 6);
+	supervise(s, 0, &st);
+	_exit(0);
+}
+
+int hsr_shim_oneshot(const struct hsr_shim_spec *s)
+{
+	struct hsr_shim_status st;
+	int sig;
+
+	hsr_close_others(NULL, 0);
+	sig = supervise(s, 1, &st);
+	if (st.timed_out)
+		return 124;
+	if (sig && st.cancelled)
+		return 128 + sig;
+	return st.exit_code;
 }

@@ -1,7 +1,8 @@
 # Loader, SDK and end-to-end tests.
-TESTS += tests/abi/loader.test tests/abi/example.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
+TESTS += tests/abi/loader.test tests/abi/example.test tests/abi/sdk-install.test tests/core/run.test \
+	tests/core/serve.test tests/core/exec-mode.test \
 	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test
-EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test \
+EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test tests/abi/sdk-install.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test tests/core/install.test
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;

@@ -586,7 +586,8 @@ dt_setup(struct dt_env *e, struct hs_env_props *props, char *err)
 	struct dt_buf out = { 0 };
 	int code = -1;
 	snprintf(cmd, sizeof(cmd),
-	         "umask 077; mkdir -p '%s' && chmod 700 '%s' && { command -v bash || command -v sh || echo /bin/sh; }",
+	         "umask 077; mkdir -p '%s' && chmod 700 '%s' && { command -v bash || command -v sh || echo /bin/sh; } &&"
+	         " { uname -m || echo unknown; }",
 	         e->conf.scratch, e->conf.scratch);
 	int32_t s = dt_session_run(e, e->ctl_session, cmd, &code, &out, 60000, err);
 	if (s == HS_OK && code != 0) {
@@ -596,13 +597,17 @@ dt_setup(struct dt_env *e, struct hs_env_props *props, char *err)
 	}
 	if (s == HS_OK) {
 		const char *sh = "/bin/sh";
-		char *line = out.data;
+		char *line = out.data, arch[64] = "";
 		if (line) {
-			line[strcspn(line, "\r\n")] = '\0';
+			char *next = line + strcspn(line, "\r\n");
+			if (*next)
+				sscanf(next + 1, " %63s", arch);
+			*next = '\0';
 			if (line[0] == '/' && strlen(line) < sizeof(props->shell) && !strpbrk(line, " '\"\\$`"))
 				sh = line;
 		}
 		snprintf(props->shell, sizeof(props->shell), "%s", sh);
+		dt_place_runner(e, arch);
 	}
 	dt_buf_free(&out);
 	return s;

@@ -6,6 +6,11 @@
  * uploaded file (or /dev/null), exports the command's environment, enters
  * the working directory and starts the argv under setsid, so the command
  * and its children form one process group whose id the script records.
+ * Where the host's hs-runner fits the sandbox, it is uploaded once per
+ * start (dt_place_runner) and the argv runs under `hs-runner --exec`
+ * instead: the runner, a subreaper, keeps the deadline inside and kills
+ * the whole tree, and its pid is the one recorded, so the remote kill
+ * below also reaches children that left the group and were reparented.
  * Environment values thus never appear on any command line.  The script
  * runs asynchronously in a toolbox session (runAsync); the command and its
  * logs are then polled, so its output and exit code survive a dropped HTTP
@@ -16,9 +21,11 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "dt.h"
@@ -60,7 +67,8 @@ dt_valid_name(const char *k, size_t n)
 
 /* The script for req; base is the scratch path prefix of this exec. */
 static void
-dt_script(struct dt_buf *b, const struct hs_exec_req *req, const char *base, const char *prev)
+dt_script(struct dt_buf *b, const struct hs_exec_req *req, const char *base, const char *prev,
+          const char *runner, int64_t grace_ms)
 {
 	char line[1024];
 	if (prev[0]) {
@@ -89,9 +97,19 @@ dt_script(struct dt_buf *b, const struct hs_exec_req *req, const char *base, con
 		dt_quote(b, req->cwd);
 		dt_buf_add(b, " || exit 126\n", 13);
 	}
-	dt_buf_add(b, "S=; command -v setsid >/dev/null 2>&1 && S=setsid\n", 50);
 	/* stdout also goes to a file, fetched when the logs cannot carry it exactly. */
-	snprintf(line, sizeof(line), "umask 077\n{ $S sh -c 'echo $$ >\"$0\"; exec \"$@\"' '%s.pid'", base);
+	if (runner[0]) {
+		int n = snprintf(line, sizeof(line), "umask 077\n{ '%s' --exec --grace-ms %lld ", runner,
+		                 (long long)grace_ms);
+		if (req->deadline_ms > 0)
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "--deadline-ms %lld ",
+			              (long long)req->deadline_ms);
+		snprintf(line + n, sizeof(line) - (size_t)n, "-- sh -c 'echo $PPID >\"$0\"; exec \"$@\"' '%s.pid'",
+		         base);
+	} else {
+		dt_buf_add(b, "S=; command -v setsid >/dev/null 2>&1 && S=setsid\n", 50);
+		snprintf(line, sizeof(line), "umask 077\n{ $S sh -c 'echo $$ >\"$0\"; exec \"$@\"' '%s.pid'", base);
+	}
 	dt_buf_add(b, line, strlen(line));
 	for (uint32_t i = 0; i < req->argc && req->argv[i]; i++) {
 		dt_buf_add(b, " ", 1);
@@ -127,6 +145,54 @@ dt_upload(struct dt_env *e, const char *path, const void *data, size_t len, char
 		s = dt_http_status(&r, "upload a file", err);
 	dt_resp_free(&r);
 	return s;
+}
+
+void
+dt_place_runner(struct dt_env *e, const char *arch)
+{
+	const char *local = e->st->host->runner_path;
+	struct utsname un;
+	char path[300], cmd[700], err[HS_ERR_MAX] = "";
+	struct dt_buf img = { 0 };
+	int code = -1;
+	int32_t s = HS_E_IO;
+
+	e->runner[0] = '\0';
+	if (!local || uname(&un) < 0 || strcmp(un.machine, arch) != 0)
+		return; /* another architecture: the kill by ancestry alone */
+	FILE *f = fopen(local, "re");
+	if (!f) {
+		snprintf(err, sizeof(err), "cannot read '%s': %s", local, strerror(errno));
+		goto out;
+	}
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		dt_buf_add(&img, buf, n);
+	fclose(f);
+	if (img.failed) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/hs-runner", e->conf.scratch);
+	char up[320];
+	snprintf(up, sizeof(up), "%s.up", path);
+	if ((s = dt_upload(e, up, img.data, img.len, err)) != HS_OK)
+		goto out;
+	snprintf(cmd, sizeof(cmd), "chmod 700 '%s' && mv -f '%s' '%s'", up, up, path);
+	s = dt_session_run(e, e->ctl_session, cmd, &code, NULL, 60000, err);
+	if (s == HS_OK && code != 0) {
+		snprintf(err, sizeof(err), "cannot make '%s' executable (exit %d)", path, code);
+		s = HS_E_IO;
+	}
+	if (s == HS_OK)
+		snprintf(e->runner, sizeof(e->runner), "%s", path);
+out:
+	dt_buf_free(&img);
+	if (s != HS_OK)
+		e->st->host->log(e->st->host->ctx, HS_LOG_WARN,
+		                 "no one-shot runner in daytona sandbox %s (%s): a deadline or cancel kills "
+		                 "by ancestry only", e->sandbox, err);
 }
 
 /* Fetch the logs and pass on what the sink has not seen yet. */
@@ -257,7 +323,7 @@ dt_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	__atomic_store_n(&e->running_id, req->exec_id, __ATOMIC_SEQ_CST);
 	snprintf(base, sizeof(base), "%s/x%ld-%llu", e->conf.scratch, (long)getpid(), (unsigned long long)e->seq);
 
-	dt_script(&script, req, base, e->prev_base);
+	dt_script(&script, req, base, e->prev_base, e->runner, e->conf.grace_s * 1000);
 	if (script.failed) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		s = HS_E_NOMEM;

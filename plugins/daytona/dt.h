@@ -120,6 +120,7 @@ struct dt_env {
 	uint64_t running_id;   /* atomic: the exec under way, 0 when none */
 	uint64_t cancel_id;    /* atomic: set by cancel() */
 	char prev_base[384];   /* scratch prefix of the last exec, removed by the next */
+	char runner[300];      /* the one-shot hs-runner inside the sandbox; "" when none */
 };
 
 /* Milliseconds on the host's monotonic clock. */
@@ -139,6 +140,11 @@ int32_t dt_check_lost(struct dt_env *e, const char *what, char *err);
  * again; HS_E_BUSY when it was running all along; else why not.
  */
 int32_t dt_revive(struct dt_env *e, char *err);
+
+/* Upload the host's hs-runner into the scratch dir when it fits arch (the
+ * sandbox's `uname -m`), for `hs-runner --exec`; best effort: e->runner
+ * stays "" (with a warning) when it cannot be placed. */
+void dt_place_runner(struct dt_env *e, const char *arch);
 
 /* The exec and cancel ops (dt-exec.c). */
 int32_t dt_exec(void *env, const struct hs_exec_req *req, struct hs_exec_result *res, char *err);

@@ -112,7 +112,7 @@ dk_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 	int32_t want = 1;
 	if (r->runner && st->host->config_bool(st->host->ctx, "runner", &want) == HS_OK && !want) {
 		r->runner = 0;
-		snprintf(reason, sizeof(reason), "docker.runner = false");
+		snprintf(reason, sizeof(reason), "docker.runner = false (each exec under hs-runner --exec)");
 	}
 	/* The configured image, when the daemon has it, may be of another architecture. */
 	const char *img = conf_str(st, "image");
@@ -270,9 +270,11 @@ create_container(struct dk_env *env, const struct hs_env_spec *spec, const char 
 	                             sizeof(props->runner_reason)) == 0;
 	int32_t want = 1;
 	if (env->runner && st->host->config_bool(st->host->ctx, "runner", &want) == HS_OK && !want) {
+		/* No daemon, but each exec still runs under the one-shot runner. */
 		env->runner = 0;
+		env->oneshot = 1;
 		snprintf(props->runner_reason, sizeof(props->runner_reason),
-		         "docker.runner = false: one exec per command");
+		         "docker.runner = false: one exec per command, under hs-runner --exec");
 	}
 	struct dk_create c = { .spec = spec, .image = image, .mounts = mounts, .runner = env->runner };
 	rc = dk_container_create(env, &c, err);
@@ -287,7 +289,8 @@ create_container(struct dk_env *env, const struct hs_env_spec *spec, const char 
 		return rc;
 	if (env->runner && env->user[0] && (rc = dk_resolve_user(env, env->id, err)) != HS_OK)
 		goto fail;
-	if (env->runner && (rc = dk_upload_runner(env, env->id, err)) != HS_OK)
+	if ((env->runner || env->oneshot) &&
+	    (rc = dk_upload_runner(env, env->id, env->runner ? DK_RUNNER : DK_ONESHOT, err)) != HS_OK)
 		goto fail;
 	if ((rc = dk_container_start(env, err)) != HS_OK)
 		goto fail;
@@ -376,7 +379,11 @@ dk_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 			goto out;
 		}
 		env->runner = dk_container_has(env, DK_RUNNER);
-		if (!env->runner)
+		env->oneshot = !env->runner && dk_container_has(env, DK_ONESHOT);
+		if (env->oneshot)
+			snprintf(props->runner_reason, sizeof(props->runner_reason),
+			         "docker.runner = false: one exec per command, under hs-runner --exec");
+		else if (!env->runner)
 			snprintf(props->runner_reason, sizeof(props->runner_reason),
 			         "the container has no hs-runner (image of another architecture)");
 		if (!running) {

@@ -16,6 +16,9 @@
 #define DK_LABEL "org.hermes-sandbox"
 #define DK_DIR "/.hs"
 #define DK_RUNNER DK_DIR "/hs-runner"
+/* The one-shot copy of exec mode: another name, so that a re-attach can
+ * tell the two modes apart. */
+#define DK_ONESHOT DK_DIR "/hs-runner-exec"
 #define DK_RUNDIR DK_DIR "/run"
 
 struct dk_state {
@@ -30,6 +33,7 @@ struct dk_env {
 	char session[80];
 	int persistent;
 	int runner;            /* the runner is hosted (else exec per command) */
+	int oneshot;           /* exec mode under DK_ONESHOT --exec (runner fits) */
 	int64_t idle;          /* runner idle seconds */
 	int64_t uid, gid;      /* the image's user (root when unset) */
 	char user[128];        /* the image's USER as written, when it names a user */
@@ -65,7 +69,8 @@ void dk_reap_orphans(struct dk_env *env, int64_t max_age_s);
 int dk_container_has(struct dk_env *env, const char *path);
 
 /* upload.c */
-int32_t dk_upload_runner(struct dk_env *env, const char *cid, char *err);
+/* Uploads the runner to path (DK_RUNNER or DK_ONESHOT) with DK_RUNDIR. */
+int32_t dk_upload_runner(struct dk_env *env, const char *cid, const char *path, char *err);
 
 /*
  * Resolves env->user (a name, optionally ":group-name" ignored) through

@@ -57,7 +57,7 @@ tar_entry(struct archive *ar, const char *name, mode_t type, mode_t perm, int64_
 }
 
 int32_t
-dk_upload_runner(struct dk_env *env, const char *cid, char *err)
+dk_upload_runner(struct dk_env *env, const char *cid, const char *dest, char *err)
 {
 	const char *rp = env->st->host->runner_path;
 	struct dk_buf tar = { 0 }, img = { 0 };
@@ -98,7 +98,7 @@ dk_upload_runner(struct dk_env *env, const char *cid, char *err)
 	}
 	/* The runtime directory belongs to the user the container runs as. */
 	if (tar_entry(ar, ".hs", AE_IFDIR, 0755, 0, 0, NULL, 0) < 0 ||
-	    tar_entry(ar, ".hs/hs-runner", AE_IFREG, 0755, 0, 0, img.p, img.n) < 0 ||
+	    tar_entry(ar, dest + 1, AE_IFREG, 0755, 0, 0, img.p, img.n) < 0 ||
 	    tar_entry(ar, ".hs/run", AE_IFDIR, 0700, env->uid, env->gid, NULL, 0) < 0 ||
 	    archive_write_close(ar) != ARCHIVE_OK) {
 		snprintf(err, HS_ERR_MAX, "cannot build the runner archive: %s", archive_error_string(ar));

@@ -23,7 +23,7 @@
 
 #include <hs/backend.h>
 
-#include "plugins/common/attach.h"
+#include <hs/hsb.h>
 #include "plugins/local/isolate.h"
 
 #define LO_MAX_ATTACH 16
@@ -126,48 +126,20 @@ isolation_configured(struct lo_state *st, const char **val)
 static int
 lo_helper(const char *const *argv, char *msg, size_t len)
 {
-	posix_spawn_file_actions_t fa;
-	int p[2], status = 0;
-	pid_t pid;
-	size_t got = 0;
-	const char *envv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	static const char *const envv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	struct hsb_run r = { .argv = argv, .envp = envv, .out = msg, .out_cap = len };
+	char err[HSB_ERR_MAX];
 
-	msg[0] = 0;
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		snprintf(msg, len, "cannot create a pipe: %s", strerror(errno));
+	if (hsb_run(&r, err) < 0) {
+		snprintf(msg, len, "%s", err);
 		return -1;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-	int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)envv);
-	posix_spawn_file_actions_destroy(&fa);
-	close(p[1]);
-	if (e != 0) {
-		close(p[0]);
-		snprintf(msg, len, "cannot start '%s': %s", argv[0], strerror(e));
-		return -1;
-	}
-	for (;;) {
-		ssize_t n = read(p[0], msg + got, len - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		if (got == len - 1)
-			break;
-	}
-	close(p[0]);
-	msg[got] = 0;
+	size_t got = strlen(msg);
 	while (got && msg[got - 1] == '\n')
 		msg[--got] = 0;
 	if (strncmp(msg, "hs-isolate: ", 12) == 0)
 		memmove(msg, msg + 12, strlen(msg + 12) + 1);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return r.status < 128 ? r.status : -1;
 }
 
 /* Can this machine isolate?  0 yes; -1 no, why in msg (with the fix). */
@@ -464,7 +436,7 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		free(env);
 		return HS_E_INVALID;
 	}
-	rc = hs_attach_private_dir(env->dir, err);
+	rc = hsb_private_dir(env->dir, err);
 	if (rc != HS_OK) {
 		free(env);
 		return rc;
@@ -513,7 +485,7 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 {
 	struct lo_env *env = envp;
 	char idle[32];
-	int slot = hs_attach_slot(env->attach, LO_MAX_ATTACH);
+	int slot = hsb_attach_slot(env->attach, LO_MAX_ATTACH);
 	pid_t pid;
 
 	if (slot < 0) {
@@ -533,8 +505,8 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 	const char *argv_iso[] = { env->st->host->runner_path, "--attach", "--dir", env->dir, NULL };
 	/* The daemon's own environment is minimal: commands get theirs per exec. */
 	const char *envv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
-	struct hs_attach_spawn sp = { .argv = env->isolated ? argv_iso : argv, .envp = envv };
-	if (hs_attach_start(&sp, &pid, fd, err) != 0)
+	struct hsb_attach_spawn sp = { .argv = env->isolated ? argv_iso : argv, .envp = envv };
+	if (hsb_attach_start(&sp, &pid, fd, err) != 0)
 		return HS_E_IO;
 	env->attach[slot] = pid;
 	return HS_OK;
@@ -636,7 +608,7 @@ lo_close(void *envp, uint32_t flags, char *err)
 	if (!env)
 		return HS_OK;
 	/* The core closed its streams first, so each attach process sees EOF and exits. */
-	hs_attach_reap(env->attach, LO_MAX_ATTACH, 5000);
+	hsb_attach_reap(env->attach, LO_MAX_ATTACH, 5000);
 	if (!(flags & HS_CLOSE_KEEP))
 		lo_stop(env);
 	free(env);

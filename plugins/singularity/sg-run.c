@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hs/hsb.h>
+
 #include "sg.h"
 
 extern char **environ;
@@ -112,27 +114,6 @@ fail:
 	return -1;
 }
 
-/* Keep the tail of a stream in buf (messages end there). */
-static void
-sg_keep_tail(char *buf, size_t cap, size_t *used, const char *data, size_t n)
-{
-	if (cap < 2)
-		return;
-	if (n >= cap - 1) {
-		memcpy(buf, data + n - (cap - 1), cap - 1);
-		*used = cap - 1;
-	} else {
-		if (*used + n > cap - 1) {
-			size_t drop = *used + n - (cap - 1);
-			memmove(buf, buf + drop, *used - drop);
-			*used -= drop;
-		}
-		memcpy(buf + *used, data, n);
-		*used += n;
-	}
-	buf[*used] = '\0';
-}
-
 /*
  * Run the executable with argv, wait up to timeout_ms, and keep the tail of
  * its standard output in out and of its standard error in eout (when eout
@@ -144,84 +125,26 @@ sg_run2(struct sg_state *st, const char *const *argv, int passthrough, int timeo
         size_t outlen, char *eout, size_t eoutlen, char *err)
 {
 	struct sg_envv e;
-	posix_spawn_file_actions_t fa;
-	int po[2], pe[2] = { -1, -1 }, status = 0;
-	size_t used[2] = { 0, 0 };
-	pid_t pid;
+	struct hsb_run r = {
+		.path = st->exe, .argv = argv, .timeout_ms = timeout_ms, .keep_tail = 1,
+		.out = out, .out_cap = outlen, .err = eout, .err_cap = eoutlen,
+	};
 
-	if (outlen)
-		out[0] = '\0';
-	if (eout && eoutlen)
-		eout[0] = '\0';
 	if (sg_env_build(st, passthrough, &e) < 0) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		return -1;
 	}
-	if (pipe2(po, O_CLOEXEC) < 0 || (eout && pipe2(pe, O_CLOEXEC) < 0)) {
-		snprintf(err, HS_ERR_MAX, "cannot create a pipe: %s", strerror(errno));
-		sg_envv_free(&e);
-		return -1;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, eout ? pe[1] : po[1], 2);
-	int rc = posix_spawn(&pid, st->exe, &fa, NULL, (char *const *)argv, e.v);
-	posix_spawn_file_actions_destroy(&fa);
+	r.envp = (const char *const *)e.v;
+	int rc = hsb_run(&r, err);
 	sg_envv_free(&e);
-	close(po[1]);
-	if (eout)
-		close(pe[1]);
-	if (rc != 0) {
-		close(po[0]);
-		if (eout)
-			close(pe[0]);
-		snprintf(err, HS_ERR_MAX, "cannot start '%s': %s", st->exe, strerror(rc));
+	if (rc < 0)
 		return -1;
-	}
-	struct pollfd p[2] = { { po[0], POLLIN, 0 }, { eout ? pe[0] : -1, POLLIN, 0 } };
-	uint64_t start = st->host->now_ms(st->host->ctx);
-	int timed_out = 0;
-	while (p[0].fd >= 0 || p[1].fd >= 0) {
-		int64_t left = timeout_ms - (int64_t)(st->host->now_ms(st->host->ctx) - start);
-		if (left <= 0) {
-			timed_out = 1;
-			break;
-		}
-		int r = poll(p, 2, (int)(left > 1000 ? 1000 : left));
-		if (r < 0 && errno != EINTR)
-			break;
-		for (int i = 0; r > 0 && i < 2; i++) {
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			char buf[4096];
-			ssize_t n = read(p[i].fd, buf, sizeof(buf));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				close(p[i].fd);
-				p[i].fd = -1;
-				continue;
-			}
-			if (i == 0)
-				sg_keep_tail(out, outlen, &used[0], buf, (size_t)n);
-			else
-				sg_keep_tail(eout, eoutlen, &used[1], buf, (size_t)n);
-		}
-	}
-	for (int i = 0; i < 2; i++)
-		if (p[i].fd >= 0)
-			close(p[i].fd);
-	if (timed_out)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (timed_out) {
+	if (r.timed_out) {
 		snprintf(err, HS_ERR_MAX, "'%s %s %s' did not finish within %ds", st->exe, argv[1],
 		         argv[2] ? argv[2] : "", timeout_ms / 1000);
 		return -1;
 	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return r.status;
 }
 
 int

@@ -20,8 +20,7 @@
 
 #include <hs/backend.h>
 
-#include "plugins/common/attach.h"
-#include "runner/dirchain.h"
+#include <hs/hsb.h>
 #include "sifcache.h"
 
 #define SC_MAX_ENTRIES 4096
@@ -475,11 +474,11 @@ sc_build(const struct hs_sifcache *c, const char *source, const char *path, cons
 	return HS_OK;
 }
 
-/* The cache directory, its whole chain checked (runner/dirchain.h). */
+/* The cache directory, its whole chain checked (hsb_dir_check, hs/hsb.h). */
 static int
 sc_mkdir(const char *dir, char *err)
 {
-	return hs_attach_dir_check(dir, HS_DIRCHAIN_CREATE | HS_DIRCHAIN_NOWRITE,
+	return hsb_dir_check(dir, HSB_DIR_CREATE | HSB_DIR_NOWRITE,
 	                           "set singularity.cache_dir", err);
 }
 

@@ -24,8 +24,7 @@
 
 #include <hs/backend.h>
 
-#include "plugins/common/attach.h"
-#include "runner/dirchain.h"
+#include <hs/hsb.h>
 #include "sg.h"
 #include "sifcache.h"
 
@@ -70,12 +69,12 @@ sg_find_in_path(const char *prog, char *out, size_t len)
 /*
  * Scratch: create missing directories (0700) down to dir, then require its
  * whole chain from "/" to be root's or this user's and writable by nobody
- * else, and dir itself this user's (runner/dirchain.h).
+ * else, and dir itself this user's (hsb_dir_check, hs/hsb.h).
  */
 static int
 sg_scratch_dir(const char *dir, char *err)
 {
-	return hs_attach_dir_check(dir, HS_DIRCHAIN_CREATE | HS_DIRCHAIN_NOWRITE,
+	return hsb_dir_check(dir, HSB_DIR_CREATE | HSB_DIR_NOWRITE,
 	                           "set singularity.scratch", err);
 }
 
@@ -290,7 +289,7 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	snprintf(env->rundir, sizeof(env->rundir), "%s/%s", h->runtime_dir, env->name);
 	snprintf(env->shellfile, sizeof(env->shellfile), "%s/%s.shell", h->state_dir, env->name);
 	snprintf(env->logfile, sizeof(env->logfile), "%s/%s.log", h->state_dir, env->name);
-	rc = hs_attach_private_dir(env->rundir, err);
+	rc = hsb_private_dir(env->rundir, err);
 	if (rc != HS_OK)
 		return rc;
 	if (statfs(env->rundir, &sf) == 0 && sf.f_type == SG_NFS_MAGIC) {
@@ -351,7 +350,7 @@ sg_runner_stream(void *envp, int32_t *fd, char *err)
 	struct sg_state *st = env->st;
 	struct sg_envv e;
 	char idle[32], inst[160];
-	int slot = hs_attach_slot(env->attach, SG_MAX_ATTACH);
+	int slot = hsb_attach_slot(env->attach, SG_MAX_ATTACH);
 	pid_t pid;
 
 	if (slot < 0) {
@@ -372,9 +371,9 @@ sg_runner_stream(void *envp, int32_t *fd, char *err)
 	const char *argv[] = { st->exe, "exec", "--cleanenv", "--no-privs", inst, SG_IN_RUNNER,
 	                       "--attach", "--start", "--dir", SG_IN_RUNDIR, "--idle", idle, NULL };
 	/* Apptainer's own messages must not mix into the command's stderr. */
-	struct hs_attach_spawn sp = { .argv = argv, .envp = (const char *const *)e.v,
+	struct hsb_attach_spawn sp = { .argv = argv, .envp = (const char *const *)e.v,
 	                              .stderr_path = env->logfile };
-	int rc = hs_attach_start(&sp, &pid, fd, err);
+	int rc = hsb_attach_start(&sp, &pid, fd, err);
 	sg_envv_free(&e);
 	if (rc != 0)
 		return HS_E_IO;
@@ -397,7 +396,7 @@ sg_close(void *envp, uint32_t flags, char *err)
 	if (!env)
 		return HS_OK;
 	/* The core closed its streams first, so each attach process sees EOF and exits. */
-	hs_attach_reap(env->attach, SG_MAX_ATTACH, 5000);
+	hsb_attach_reap(env->attach, SG_MAX_ATTACH, 5000);
 	/*
 	 * After a failed open, only an instance this open started is torn down:
 	 * a running session whose re-attach failed is left alone.

@@ -1,10 +1,10 @@
 # plugins/slurm: the slurm backend (see man/hs-slurm.7).
 plugin_LTLIBRARIES += plugins/slurm/slurm.la
 plugins_slurm_slurm_la_SOURCES = plugins/slurm/slurm.c plugins/slurm/job.c plugins/slurm/sl_cmd.c \
-	plugins/common/attach.c plugins/common/attach.h runner/dirchain.c runner/dirchain.h \
 	plugins/slurm/slurm.h plugins/slurm/job.h
 plugins_slurm_slurm_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_slurm_slurm_la_LDFLAGS = -module -avoid-version -shared -export-symbols-regex '^hs_backend_v1$$'
+plugins_slurm_slurm_la_LIBADD = plugins/common/libhsb.a
 dist_man_MANS += man/hs-slurm.7
 dist_confd_DATA += conf/conf.d/slurm.conf
 TESTS += tests/slurm/session.test

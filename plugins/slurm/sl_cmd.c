@@ -21,128 +21,30 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <hs/hsb.h>
+
 #include "plugins/slurm/slurm.h"
-
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-take(char *buf, size_t cap, size_t *len, const char *p, size_t n)
-{
-	if (*len + 1 >= cap)
-		return;
-	if (n > cap - 1 - *len)
-		n = cap - 1 - *len;
-	memcpy(buf + *len, p, n);
-	*len += n;
-	buf[*len] = '\0';
-}
 
 int
 sl_cmd(const struct sl_state *st, const char *const *argv, const char *in, size_t inlen,
        int timeout_ms, struct sl_out *o)
 {
-	posix_spawn_file_actions_t fa;
-	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-	size_t olen = 0, elen = 0, done_in = 0;
-	pid_t pid;
-	int status = 0;
+	char err[HSB_ERR_MAX];
+	struct hsb_run r = {
+		.argv = argv, .envp = (const char *const *)st->envv,
+		.in = in && inlen ? in : "", .in_len = in ? inlen : 0, .timeout_ms = timeout_ms,
+		.out = o->out, .out_cap = sizeof(o->out), .err = o->err, .err_cap = sizeof(o->err),
+	};
 
 	memset(o, 0, sizeof(*o));
 	o->status = -1;
-	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
-		snprintf(o->err, sizeof(o->err), "cannot create a pipe: %s", strerror(errno));
-		goto fail;
+	if (hsb_run(&r, err) < 0) {
+		snprintf(o->err, sizeof(o->err), "%s", err);
+		return -1;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
-	int e = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)st->envv);
-	posix_spawn_file_actions_destroy(&fa);
-	close(pin[0]);
-	close(pout[1]);
-	close(perr[1]);
-	pin[0] = pout[1] = perr[1] = -1;
-	if (e != 0) {
-		snprintf(o->err, sizeof(o->err), "cannot run '%s': %s", argv[0], strerror(e));
-		goto fail;
-	}
-	if (!in || inlen == 0) {
-		close(pin[1]);
-		pin[1] = -1;
-	} else {
-		fcntl(pin[1], F_SETFL, O_NONBLOCK);
-	}
-	int64_t end = mono_ms() + timeout_ms;
-	while (pout[0] >= 0 || perr[0] >= 0) {
-		struct pollfd pf[3] = { { pout[0], POLLIN, 0 }, { perr[0], POLLIN, 0 },
-		                        { pin[1], POLLOUT, 0 } };
-		int64_t left = end - mono_ms();
-		if (left <= 0) {
-			kill(pid, SIGKILL);
-			o->timed_out = 1;
-			break;
-		}
-		int n = poll(pf, 3, (int)(left > 1000 ? 1000 : left));
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n <= 0)
-			continue;
-		if (pin[1] >= 0 && (pf[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t w = write(pin[1], in + done_in, inlen - done_in);
-			if (w > 0)
-				done_in += (size_t)w;
-			if (w < 0 && errno != EAGAIN && errno != EINTR)
-				done_in = inlen;
-			if (done_in >= inlen) {
-				close(pin[1]);
-				pin[1] = -1;
-			}
-		}
-		for (int i = 0; i < 2; i++) {
-			int *fd = i ? &perr[0] : &pout[0];
-			if (*fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			char buf[4096];
-			ssize_t r = read(*fd, buf, sizeof(buf));
-			if (r > 0) {
-				if (i)
-					take(o->err, sizeof(o->err), &elen, buf, (size_t)r);
-				else
-					take(o->out, sizeof(o->out), &olen, buf, (size_t)r);
-			} else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-				close(*fd);
-				*fd = -1;
-			}
-		}
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	o->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	for (int i = 0; i < 2; i++) {
-		int fd = i ? perr[0] : pout[0];
-		if (fd >= 0)
-			close(fd);
-	}
-	if (pin[1] >= 0)
-		close(pin[1]);
+	o->status = r.status;
+	o->timed_out = r.timed_out;
 	return 0;
-fail:
-	for (int i = 0; i < 2; i++) {
-		if (pin[i] >= 0)
-			close(pin[i]);
-		if (pout[i] >= 0)
-			close(pout[i]);
-		if (perr[i] >= 0)
-			close(perr[i]);
-	}
-	return -1;
 }
 
 const char *

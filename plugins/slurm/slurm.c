@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugins/common/attach.h"
+#include <hs/hsb.h>
 #include "plugins/slurm/slurm.h"
 #include "plugins/slurm/job.h"
 
@@ -552,9 +552,9 @@ spawn_step(struct sl_env *env, const char *const *tail, int32_t *fd, pid_t *pidp
 	/* srun's own messages go to a private log next to the record, not into
 	 * hs's output; its own process group: a Ctrl-C meant for hs is a cancel,
 	 * not srun's. */
-	struct hs_attach_spawn sp = { .argv = argv, .envp = (const char *const *)env->st->envv,
+	struct hsb_attach_spawn sp = { .argv = argv, .envp = (const char *const *)env->st->envv,
 	                              .stderr_path = env->logpath, .new_pgroup = 1 };
-	if (hs_attach_start(&sp, pidp, fd, err) != 0)
+	if (hsb_attach_start(&sp, pidp, fd, err) != 0)
 		return HS_E_UNAVAILABLE;
 	return HS_OK;
 }
@@ -564,7 +564,7 @@ sl_runner_stream(void *envp, int32_t *fd, char *err)
 {
 	struct sl_env *env = envp;
 	int slot = -1;
-	hs_attach_reap(env->streams, SL_MAX_STREAMS, 0);
+	hsb_attach_reap(env->streams, SL_MAX_STREAMS, 0);
 	for (int i = 0; i < SL_MAX_STREAMS && slot < 0; i++)
 		if (env->streams[i] == 0)
 			slot = i;
@@ -584,7 +584,7 @@ sl_runner_stream(void *envp, int32_t *fd, char *err)
 	if (rc != HS_OK) {
 		close(*fd);
 		*fd = -1;
-		hs_attach_reap(env->streams, SL_MAX_STREAMS, 5000);
+		hsb_attach_reap(env->streams, SL_MAX_STREAMS, 5000);
 	}
 	return rc;
 }
@@ -612,7 +612,7 @@ sl_close(void *envp, uint32_t flags, char *err)
 	int32_t rc = HS_OK;
 	if (!env)
 		return HS_OK;
-	hs_attach_reap(env->streams, SL_MAX_STREAMS, 5000);
+	hsb_attach_reap(env->streams, SL_MAX_STREAMS, 5000);
 	/* A one-off environment is never kept: nobody could re-attach to it. */
 	if (env->rec.job[0] && (!(flags & HS_CLOSE_KEEP) || !env->persistent)) {
 		struct sl_jobinfo ji;

@@ -726,11 +726,12 @@ sx_connect(struct sx_env *env, char *err)
 	uname(&un);
 	env->runner_ok = env->use_runner && env->st->host->runner_path &&
 	                 strcmp(un.machine, env->arch) == 0;
+	env->oneshot_ok = !env->use_runner && env->runner_hex[0] && strcmp(un.machine, env->arch) == 0;
 	snprintf(env->rhome, sizeof(env->rhome), "%s", hl);
 	char base[64];
 	snprintf(base, sizeof(base), "/tmp/hs-%ld", env->ruid);
 	snprintf(env->rdir, sizeof(env->rdir), "%s/ssh-%s", base, env->env_name);
-	if (env->runner_ok && !env->sftp && !env->no_sftp &&
+	if ((env->runner_ok || env->oneshot_ok) && !env->sftp && !env->no_sftp &&
 	    !(env->sftp = libssh2_sftp_init(env->s))) {
 		if (sx_transport_err(env->s)) {
 			snprintf(err, HS_ERR_MAX, "connection to %s:%d lost: %s", env->host, env->port,
@@ -766,6 +767,26 @@ sx_connect(struct sx_env *env, char *err)
 		if (rc != HS_OK) {
 			sx_drop(env, 0);
 			return rc;
+		}
+		/* The one-shot runner for every command's channel; without it
+		 * (the install refused or failed) the group kill stays. */
+		if (env->oneshot_ok) {
+			char e2[HS_ERR_MAX];
+			rc = env->no_sftp ? sx_install_shell(env, e2) : sx_install_runner(env, e2);
+			if (env->sftp) {
+				libssh2_sftp_shutdown(env->sftp);
+				env->sftp = NULL;
+			}
+			if (rc != HS_OK) {
+				if (sx_transport_err(env->s)) {
+					snprintf(err, HS_ERR_MAX, "%s", e2);
+					sx_drop(env, 0);
+					return HS_E_IO;
+				}
+				env->oneshot_ok = 0;
+				sx_log(env, HS_LOG_WARN, "no one-shot runner on %s (%s): a deadline or cancel "
+				       "kills only the command's process group", env->host, e2);
+			}
 		}
 	} else {
 		if ((rc = sx_install_runner(env, err)) != HS_OK ||

@@ -3,8 +3,15 @@
  * backend's mode without a runner (ssh.runner = false, no local hs-runner,
  * or a remote of another architecture).  Each command is one channel
  * running `sh -c` with a prelude that reads the environment from stdin and
- * reports the process group, which a cancel or deadline kills over a
- * second channel (TERM, then KILL 2 s later).
+ * reports the process group of the channel's process.
+ *
+ * Where the runner fits the host (ssh.runner = false on a host of this
+ * architecture), that process is the uploaded `hs-runner --exec`
+ * (hs-runner(7)): it keeps the deadline on the host and kills the
+ * command's whole tree, setsid children included; a cancel is a TERM to
+ * it over a second channel.  Otherwise (another architecture) the
+ * fallback is the remote `timeout` and, for a cancel, TERM to the group
+ * then KILL 2 s later, which a child that left the group escapes.
  */
 #include "config.h"
 
@@ -89,11 +96,16 @@ sx_job_exec_finish(struct sx_env *env, void *arg, char *err)
 	"while IFS= read -r hs_l && [ -n \"$hs_l\" ]; do export \"$hs_l\"; done; unset hs_l; " \
 	"exec \"$@\""
 
+#define SX_GRACE_MS 2000 /* the one-shot runner's TERM-to-KILL time */
+
 struct sx_kill_job {
 	long pgid;
+	int oneshot;
 };
 
-/* TERM the command's process group on the host, KILL it 2 s later. */
+/* TERM the command's process group on the host, KILL it 2 s later; with
+ * the one-shot runner (alone in that group) only TERM: it kills the tree
+ * itself, and a KILL would cut that short. */
 static int32_t
 sx_job_kill(struct sx_env *env, void *arg, char *err)
 {
@@ -103,9 +115,12 @@ sx_job_kill(struct sx_env *env, void *arg, char *err)
 	int32_t rc = sx_ensure(env, err);
 	if (rc != HS_OK)
 		return rc;
-	snprintf(cmd, sizeof(cmd),
-	         "kill -TERM -- -%ld 2>/dev/null; (sleep 2; kill -KILL -- -%ld) >/dev/null 2>&1 </dev/null &",
-	         k->pgid, k->pgid);
+	if (k->oneshot)
+		snprintf(cmd, sizeof(cmd), "kill -TERM -- -%ld 2>/dev/null", k->pgid);
+	else
+		snprintf(cmd, sizeof(cmd),
+		         "kill -TERM -- -%ld 2>/dev/null; (sleep 2; kill -KILL -- -%ld) >/dev/null 2>&1 </dev/null &",
+		         k->pgid, k->pgid);
 	return sx_run(env, cmd, out, sizeof(out), &code, err);
 }
 
@@ -125,14 +140,27 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	/* sshd makes the session's process a group leader: that group is what a
 	 * cancel kills.  With a deadline, the remote `timeout` (when present)
 	 * kills it there even if this connection is gone. */
-	int remote_timeout = req->deadline_ms > 0 && strcmp(env->rtimeout, "yes") == 0;
+	int oneshot = env->oneshot_ok && env->rrunner[0];
+	int remote_timeout = !oneshot && req->deadline_ms > 0 && strcmp(env->rtimeout, "yes") == 0;
 	len += (size_t)snprintf(cmd, cap, "exec ");
-	if (remote_timeout)
+	if (oneshot) {
+		char qr[2100];
+		if (sx_quote(qr, sizeof(qr), env->rrunner) < 0) {
+			free(cmd);
+			snprintf(err, HS_ERR_MAX, "runner path too long");
+			return HS_E_INVALID;
+		}
+		len += (size_t)snprintf(cmd + len, cap - len, "%s --exec --grace-ms %d ", qr, SX_GRACE_MS);
+		if (req->deadline_ms > 0)
+			len += (size_t)snprintf(cmd + len, cap - len, "--deadline-ms %lld ",
+			                        (long long)req->deadline_ms);
+		len += (size_t)snprintf(cmd + len, cap - len, "-- ");
+	} else if (remote_timeout)
 		len += (size_t)snprintf(cmd + len, cap - len, "timeout -k 2 %lld.%03lld ",
 		                        (long long)(req->deadline_ms / 1000),
 		                        (long long)(req->deadline_ms % 1000));
 	len += (size_t)snprintf(cmd + len, cap - len, "sh -c '" SX_EXEC_PRELUDE "' hs",
-	                        remote_timeout ? "$PPID" : "$$");
+	                        remote_timeout || oneshot ? "$PPID" : "$$");
 	if (req->cwd && *req->cwd) {
 		/* cd first, through the same prelude: cwd is a path, not a secret */
 		char qc[4200];
@@ -259,9 +287,10 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			}
 		}
 		int cancelled = !killed && (pf[2].revents & POLLIN);
-		/* with the remote timeout, give it the first go (and its -k 2) */
+		/* with the remote timeout or runner, give it the first go (and its grace) */
 		int over = !killed && req->deadline_ms > 0 &&
-		           sx_now() - start > (uint64_t)req->deadline_ms + (remote_timeout ? 3000 : 0);
+		           sx_now() - start > (uint64_t)req->deadline_ms +
+		                                  (oneshot ? SX_GRACE_MS + 3000 : remote_timeout ? 3000 : 0);
 		if (cancelled || over) {
 			res->cancelled = cancelled;
 			res->timed_out = over;
@@ -270,13 +299,13 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		}
 		/* the group is known once the prelude's first line arrived */
 		if (killed && !kill_sent && pgid > 1) {
-			struct sx_kill_job kj = { pgid };
+			struct sx_kill_job kj = { pgid, oneshot };
 			char ke[HS_ERR_MAX];
 			kill_sent = 1;
 			if (sx_call(env, sx_job_kill, &kj, ke) != HS_OK)
 				sx_log(env, HS_LOG_WARN, "cannot kill the command on %s: %s", env->host, ke);
 		}
-		if (killed && sx_now() - kill_at > 5000)
+		if (killed && sx_now() - kill_at > 5000 + (oneshot ? SX_GRACE_MS : 0))
 			break; /* not gone after TERM and KILL: stop waiting */
 	}
 	close(j.fd);
@@ -292,8 +321,10 @@ sx_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 	free(pre);
 	/* The thread filled the exit status before it closed our ends. */
 	sx_call(env, sx_job_exec_finish, &j, err);
-	if (res->timed_out || (remote_timeout && j.exited == 1 && (j.code == 124 || j.code == 137) &&
-	                       sx_now() - start >= (uint64_t)req->deadline_ms)) {
+	if (res->timed_out ||
+	    ((remote_timeout || oneshot) && j.exited == 1 &&
+	     (j.code == 124 || (remote_timeout && j.code == 137)) && req->deadline_ms > 0 &&
+	     sx_now() - start >= (uint64_t)req->deadline_ms)) {
 		res->timed_out = 1;
 		res->exit_code = 124;
 	} else if (res->cancelled) {

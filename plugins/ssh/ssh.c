@@ -664,23 +664,28 @@ sx_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		free(env);
 		return rc;
 	}
-	if (env->use_runner && st->host->runner_path) {
+	/* Exec mode (ssh.runner = false) still uploads the runner, for --exec. */
+	if (st->host->runner_path) {
 		FILE *f = fopen(st->host->runner_path, "re");
 		struct hsr_sha256 c;
 		uint8_t dg[32], buf[65536];
 		size_t n;
-		if (!f) {
+		if (!f && !env->use_runner) {
+			/* No one-shot runner then; the exec-mode fallback kills the group. */
+		} else if (!f) {
 			snprintf(err, HS_ERR_MAX, "cannot read the runner '%s': %s", st->host->runner_path,
 			         strerror(errno));
 			free(env);
 			return HS_E_UNAVAILABLE;
 		}
-		hsr_sha256_init(&c);
-		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-			hsr_sha256_update(&c, buf, n);
-		fclose(f);
-		hsr_sha256_final(&c, dg);
-		sx_hex(dg, 32, env->runner_hex);
+		if (f) {
+			hsr_sha256_init(&c);
+			while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+				hsr_sha256_update(&c, buf, n);
+			fclose(f);
+			hsr_sha256_final(&c, dg);
+			sx_hex(dg, 32, env->runner_hex);
+		}
 	}
 	pthread_mutex_init(&env->mu, NULL);
 	pthread_mutex_init(&env->cmu, NULL);

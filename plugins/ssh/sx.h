@@ -58,6 +58,7 @@ struct sx_env {
 	char runner_hex[65];
 	long ruid;
 	int runner_ok, uploaded, ever_connected, no_sftp;
+	int oneshot_ok; /* exec mode under the uploaded `hs-runner --exec` (rrunner) */
 	/* the thread and its job slot */
 	pthread_t thr;
 	int thr_started, quit;

@@ -3,12 +3,13 @@
  * installed SDK with pkg-config alone:
  *
  *     cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags hs-backend) \
- *        -o example.so example.c
+ *        -o example.so example.c $(pkg-config --libs hs-backend)
  *
  * It runs each argv directly on the host in its own process group (no
  * isolation, no runner), which is enough to show every required part of the
  * ABI: the descriptor, init/fini, probe, open/close, exec with a relative
- * deadline, and a thread-safe cancel.
+ * deadline, and a thread-safe cancel.  Its probe uses libhsb (hs/hsb.h),
+ * the SDK's helper library, to run a program and capture its output.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include <hs/backend.h>
+#include <hs/hsb.h>
 
 struct ex_state {
 	const struct hs_host_v1 *host;
@@ -55,10 +57,17 @@ ex_fini(void *state)
 static int32_t
 ex_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 {
-	r->ready = access("/bin/sh", X_OK) == 0;
+	static const char *const argv[] = { "/bin/sh", "-c", "echo ok", NULL };
+	char out[16], e[HSB_ERR_MAX];
+	struct hsb_run run = { .argv = argv, .out = out, .out_cap = sizeof(out),
+	                       .timeout_ms = 10000 };
+
+	/* A local check: /bin/sh runs here and answers. */
+	r->ready = hsb_run(&run, e) == 0 && run.status == 0 && strcmp(out, "ok\n") == 0;
 	r->runner = 0;
 	if (!r->ready)
-		snprintf(r->reason, sizeof(r->reason), "'/bin/sh' is not executable here");
+		snprintf(r->reason, sizeof(r->reason), "'/bin/sh -c \"echo ok\"' does not work here: %.400s",
+		         run.status < 0 ? e : "it did not answer ok");
 	snprintf(r->detail, sizeof(r->detail), "isolation=none");
 	return HS_OK;
 }

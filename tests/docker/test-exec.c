@@ -2,7 +2,8 @@
  * test-exec.c - the docker backend's ops against the SDK's fake host and a
  * real dockerd (DOCKER_HOST, started by exec.test): probe, the exec-per-
  * command mode (docker.runner = false) with output, stdin, env, cwd, exit
- * codes, a deadline that leaves nothing running, cancel from another
+ * codes, a deadline that leaves nothing running (a setsid child under the
+ * one-shot runner included), cancel from another
  * thread, and approval of daemon-side host access.
  *
  * Usage: test-exec IMAGE RUNNER
@@ -157,6 +158,20 @@ main(int argc, char **argv)
 	const char *a5[] = { "ps", NULL };
 	st = run(env, 5, a5, NULL, 0, NULL, NULL, 0, &o, &res);
 	CHECK(st == HS_OK && !strstr(o.b[0], "sleep 107"), "nothing survives the deadline");
+
+	/* A child that leaves the group and is reparented (setsid in a
+	 * subshell that exits) was out of the host-side kill's reach; the
+	 * one-shot runner, its subreaper, kills it too. */
+	const char *a8[] = { "sh", "-c", "(setsid sleep 108 &); echo started; sleep 108", NULL };
+	st = run(env, 8, a8, NULL, 0, NULL, NULL, 4000, &o, &res);
+	CHECK(st == HS_OK && res.timed_out && res.exit_code == 124 && strstr(o.b[0], "started"),
+	      "detached child: timed out after it started, 124 (%d)", res.exit_code);
+	st = run(env, 5, a5, NULL, 0, NULL, NULL, 0, &o, &res);
+	CHECK(st == HS_OK && !strstr(o.b[0], "sleep 108"), "a setsid child does not survive the deadline");
+	const char *a9[] = { "sh", "-c", "tr '\\0' ' ' </proc/$PPID/cmdline", NULL };
+	st = run(env, 9, a9, NULL, 0, NULL, NULL, 0, &o, &res);
+	CHECK(st == HS_OK && strstr(o.b[0], "hs-runner-exec --exec"),
+	      "the command runs under the one-shot runner [%s]", o.b[0]);
 
 	pthread_t th;
 	struct canceller c = { env };

@@ -1,6 +1,6 @@
 /*
- * attach.c - runner stream processes of the local, singularity and slurm
- * backends (see attach.h).
+ * hsb-attach.c - libhsb: runner stream processes and private directories
+ * (see sdk/hs/hsb.h).
  */
 #include "config.h"
 
@@ -18,11 +18,17 @@
 
 #include <hs/backend.h>
 
-#include "plugins/common/attach.h"
+#include <hs/hsb.h>
+
+#include "plugins/common/hsb-int.h"
 #include "runner/dirchain.h"
 
+_Static_assert(HSB_ERR_MAX == HS_ERR_MAX, "one error buffer size");
+_Static_assert(HSB_DIR_CREATE == HS_DIRCHAIN_CREATE && HSB_DIR_TRUSTED == HS_DIRCHAIN_TRUSTED &&
+               HSB_DIR_NOWRITE == HS_DIRCHAIN_NOWRITE, "libhsb's directory flags are dirchain's");
+
 int
-hs_attach_start(const struct hs_attach_spawn *s, pid_t *pid, int32_t *fd, char *err)
+hsb_attach_start(const struct hsb_attach_spawn *s, pid_t *pid, int32_t *fd, char *err)
 {
 	static const char *const noenv[] = { NULL };
 	posix_spawn_file_actions_t fa;
@@ -64,8 +70,8 @@ hs_attach_start(const struct hs_attach_spawn *s, pid_t *pid, int32_t *fd, char *
 	return 0;
 }
 
-static int64_t
-mono_ms(void)
+int64_t
+hsb_mono_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -73,9 +79,9 @@ mono_ms(void)
 }
 
 void
-hs_attach_reap(pid_t *pids, int n, int block_ms)
+hsb_attach_reap(pid_t *pids, int n, int block_ms)
 {
-	int64_t end = mono_ms() + block_ms;
+	int64_t end = hsb_mono_ms() + block_ms;
 	for (int i = 0; i < n; i++) {
 		while (pids[i] > 0) {
 			pid_t r = waitpid(pids[i], NULL, WNOHANG);
@@ -87,7 +93,7 @@ hs_attach_reap(pid_t *pids, int n, int block_ms)
 				continue; /* EINTR */
 			if (block_ms <= 0)
 				break;
-			if (mono_ms() >= end) {
+			if (hsb_mono_ms() >= end) {
 				/* It did not follow its stdin's end: end it. */
 				kill(pids[i], SIGKILL);
 				while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
@@ -102,9 +108,9 @@ hs_attach_reap(pid_t *pids, int n, int block_ms)
 }
 
 int
-hs_attach_slot(pid_t *pids, int n)
+hsb_attach_slot(pid_t *pids, int n)
 {
-	hs_attach_reap(pids, n, 0);
+	hsb_attach_reap(pids, n, 0);
 	for (int i = 0; i < n; i++)
 		if (pids[i] == 0)
 			return i;
@@ -112,7 +118,7 @@ hs_attach_slot(pid_t *pids, int n)
 }
 
 int32_t
-hs_attach_dir_check(const char *dir, int flags, const char *hint, char *err)
+hsb_dir_check(const char *dir, int flags, const char *hint, char *err)
 {
 	int fd = hs_dirchain_open(dir, flags, hint, err, HS_ERR_MAX);
 
@@ -123,7 +129,7 @@ hs_attach_dir_check(const char *dir, int flags, const char *hint, char *err)
 }
 
 int32_t
-hs_attach_private_dir(const char *dir, char *err)
+hsb_private_dir(const char *dir, char *err)
 {
-	return hs_attach_dir_check(dir, HS_DIRCHAIN_CREATE, "set XDG_RUNTIME_DIR", err);
+	return hsb_dir_check(dir, HS_DIRCHAIN_CREATE, "set XDG_RUNTIME_DIR", err);
 }
