@@ -4,6 +4,12 @@ TESTS += tests/abi/loader.test tests/abi/example.test tests/core/run.test tests/
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test
+# The ABI layout (every v1 field's offset, every struct's size) is pinned at
+# compile time: building tests/abi/layout fails on an accidental reorder.
+check_PROGRAMS += tests/abi/layout
+TESTS += tests/abi/layout
+tests_abi_layout_SOURCES = tests/abi/layout.c
+tests_abi_layout_CPPFLAGS = -I$(top_srcdir)/sdk
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for

@@ -11,6 +11,11 @@
  * (it includes only <stdint.h>) and is the whole contract; hs-backend(7)
  * explains it with an example.
  *
+ * Versions: 1.0 is the first release.  1.1 appends env_flags and start_dir
+ * to struct hs_env_props and adds the HS_SPEC_ATTACH open flag; a 1.1 core
+ * loads 1.0 plugins unchanged (it never passes them HS_SPEC_ATTACH).
+ * tests/abi/layout.c pins every field's offset, so a reorder fails the build.
+ *
  * Compatibility rules:
  *  - abi_major must equal the core's; abi_minor must be <= the core's.
  *  - struct_size says how much of the descriptor the plugin filled in; the
@@ -40,7 +45,7 @@ extern "C" {
 #endif
 
 #define HS_ABI_MAJOR 1
-#define HS_ABI_MINOR 0
+#define HS_ABI_MINOR 1
 
 /* Size of every error buffer handed to a plugin op, terminator included. */
 #define HS_ERR_MAX 512
@@ -264,6 +269,13 @@ struct hs_env_spec {
 
 #define HS_SPEC_PERSISTENT (1u << 0) /* keep across hs processes */
 #define HS_SPEC_ISOLATE    (1u << 1) /* local: isolate with namespaces */
+/*
+ * ABI 1.1: attach to the existing environment env_name only.  When it is
+ * gone, open() returns HS_E_NOTFOUND and creates nothing (no container,
+ * job, sandbox or directory).  The core sets it to tear a session down
+ * (hs session close, gc) and passes it only to plugins of ABI 1.1 or later.
+ */
+#define HS_SPEC_ATTACH     (1u << 2)
 
 /* What an environment really is, filled by open(). */
 struct hs_env_props {
