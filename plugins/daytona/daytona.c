@@ -713,6 +713,12 @@ dt_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 				goto fail_keep;
 		}
 	}
+	if (n == 0 && (spec->flags & HS_SPEC_ATTACH)) {
+		/* Attach only: gone (or broken, and deleted above) is not found; create nothing. */
+		snprintf(err, HS_ERR_MAX, "daytona environment '%s' has no sandbox", spec->env_name);
+		s = HS_E_NOTFOUND;
+		goto fail_keep;
+	}
 	if (n == 0 && (s = dt_create(e, spec, err)) != HS_OK)
 		goto fail_keep;
 	if ((s = dt_wait_started(e, err)) != HS_OK)

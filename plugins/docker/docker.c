@@ -346,7 +346,11 @@ dk_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 
 	int running = 0, ours = 0;
 	rc = dk_container_inspect(env, &running, &ours, cur_image, sizeof(cur_image), err);
-	if (rc == HS_E_NOTFOUND) {
+	if (rc == HS_E_NOTFOUND && (spec->flags & HS_SPEC_ATTACH)) {
+		/* Attach only: the container is gone; create none. */
+		snprintf(err, HS_ERR_MAX, "container '%s' is gone", env->name);
+		goto out;
+	} else if (rc == HS_E_NOTFOUND) {
 		if (!image) {
 			snprintf(err, HS_ERR_MAX, "no image: pass --image IMAGE or set docker.image");
 			rc = HS_E_INVALID;

@@ -455,6 +455,13 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		free(env);
 		return HS_E_INVALID;
 	}
+	/* Attach only: the environment is its runtime directory; no directory, nothing to attach to. */
+	struct stat dst;
+	if ((spec->flags & HS_SPEC_ATTACH) && lstat(env->dir, &dst) < 0 && errno == ENOENT) {
+		snprintf(err, HS_ERR_MAX, "local environment '%s' is gone", spec->env_name);
+		free(env);
+		return HS_E_NOTFOUND;
+	}
 	rc = hs_attach_private_dir(env->dir, err);
 	if (rc != HS_OK) {
 		free(env);
@@ -463,12 +470,14 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	/* Isolation sticks to a session: one that started isolated stays so. */
 	char sticky[PATH_MAX];
 	int had = lo_sticky_read(env, sticky, sizeof(sticky));
+	if (spec->flags & HS_SPEC_ATTACH)
+		isolated = had; /* attach as it is; runner_stream starts its sandbox on demand */
 	if (isolated || had) {
 		struct hs_env_spec sp = *spec;
 		if (had && !(spec->workdir && *spec->workdir))
 			sp.workdir = sticky;
 		rc = lo_isolated_open(env, &sp, err);
-		if (rc == HS_OK)
+		if (rc == HS_OK && !(spec->flags & HS_SPEC_ATTACH))
 			rc = lo_isolate_start(env, err);
 		if (rc == HS_OK && !had)
 			rc = lo_sticky_write(env, err);

@@ -204,9 +204,15 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	if (spec->cpus_milli > 0)
 		e->milli_cpu = (uint32_t)spec->cpus_milli;
 	snprintf(e->record, sizeof(e->record), "%s/%s", st->host->state_dir, e->env_name);
-	if (spec->flags & HS_SPEC_PERSISTENT)
+	e->attach_only = !!(spec->flags & HS_SPEC_ATTACH);
+	if (spec->flags & (HS_SPEC_PERSISTENT | HS_SPEC_ATTACH))
 		record_load(e);
 	int reattach = e->sandbox_id[0] != '\0';
+	if (e->attach_only && !reattach) {
+		snprintf(err, HS_ERR_MAX, "modal environment '%s' has no recorded sandbox", e->env_name);
+		rc = HS_E_NOTFOUND;
+		goto fail;
+	}
 
 	if (e->managed) {
 		rc = md_managed_open(e, reattach, err);
@@ -247,6 +253,16 @@ fail:
 	explicit_bzero(&e->r, sizeof(e->r));
 	free(e);
 	return rc;
+}
+
+int32_t
+md_attach_gone(struct md_env *e, int32_t st, char *err)
+{
+	if (st != HS_E_NOTFOUND && st != HS_E_LOST)
+		return st;
+	snprintf(err, HS_ERR_MAX, "modal sandbox '%s' of environment '%s' is gone", e->sandbox_id,
+	         e->env_name);
+	return HS_E_NOTFOUND;
 }
 
 char *

@@ -268,7 +268,7 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	}
 	if (!image || !*image)
 		h->config_string(h->ctx, "image", &image);
-	if (!image || !*image) {
+	if ((!image || !*image) && !(spec->flags & HS_SPEC_ATTACH)) {
 		snprintf(err, HS_ERR_MAX, "no image: pass --image (a SIF file, a sandbox directory or "
 		         "docker://...) or set singularity.image");
 		return HS_E_INVALID;
@@ -277,6 +277,15 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		snprintf(err, HS_ERR_MAX, "environment name '%s' is not a valid instance name",
 		         spec->env_name ? spec->env_name : "");
 		return HS_E_INVALID;
+	}
+	if (spec->flags & HS_SPEC_ATTACH) {
+		/* Attach only: no running instance, nothing to attach to; start none. */
+		int up = sg_running(st, spec->env_name, err);
+		if (up <= 0) {
+			if (up == 0)
+				snprintf(err, HS_ERR_MAX, "no running instance '%s'", spec->env_name);
+			return up < 0 ? HS_E_UNAVAILABLE : HS_E_NOTFOUND;
+		}
 	}
 	env = calloc(1, sizeof(*env));
 	if (!env) {

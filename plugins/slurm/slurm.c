@@ -375,6 +375,12 @@ sl_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 			         env->rec.job, ji.state);
 		}
 	}
+	if ((spec->flags & HS_SPEC_ATTACH) && !env->rec.job[0]) {
+		/* Attach only: no live job to attach to (and none will be submitted). */
+		snprintf(err, HS_ERR_MAX, "slurm environment '%s' has no running job", env->name);
+		rc = HS_E_NOTFOUND;
+		goto fail;
+	}
 	props->host_access = 1;
 	snprintf(props->host_reason, sizeof(props->host_reason),
 	         "jobs run as this user on cluster nodes, which usually share this machine's file "

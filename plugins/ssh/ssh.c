@@ -659,6 +659,7 @@ sx_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	for (int i = 0; i < SX_MAX_STREAMS; i++)
 		env->streams[i].fd = env->streams[i].errfd = -1;
 	snprintf(env->env_name, sizeof(env->env_name), "%s", spec->env_name);
+	env->attach_only = !!(spec->flags & HS_SPEC_ATTACH);
 	env->idle = spec->runner_idle_s > 0 ? spec->runner_idle_s : 600;
 	if ((rc = sx_config(st, env, err)) != HS_OK) {
 		free(env);

@@ -58,6 +58,7 @@ struct sx_env {
 	char runner_hex[65];
 	long ruid;
 	int runner_ok, uploaded, ever_connected, no_sftp;
+	int attach_only; /* HS_SPEC_ATTACH: the remote directory must exist; create nothing */
 	/* the thread and its job slot */
 	pthread_t thr;
 	int thr_started, quit;
