@@ -10,6 +10,10 @@ check_PROGRAMS += tests/abi/layout
 TESTS += tests/abi/layout
 tests_abi_layout_SOURCES = tests/abi/layout.c
 tests_abi_layout_CPPFLAGS = -I$(top_srcdir)/sdk
+# The build tree's plugin directories are found by scanning what was built.
+check_PROGRAMS += tests/core/test-paths
+TESTS += tests/core/test-paths
+tests_core_test_paths_SOURCES = tests/core/test-paths.c core/paths.c
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for
