@@ -40,6 +40,11 @@ struct hs_conf_entry {
 	char *ceiling_origin;
 	struct hs_conf_value admin; /* the value when the admin layers ended, locked or not */
 	int warned; /* an unknown-key or type warning was given */
+	/* A locked key no rule was known for yet (a plugin's, before it declared
+	 * its rules): the last value the lock refused as "fixed", reconsidered
+	 * under the rule when the plugin declares it (hs_conf_declare). */
+	struct hs_conf_value pending;
+	char *pending_origin;
 };
 
 struct hs_conf {
@@ -48,7 +53,25 @@ struct hs_conf {
 	char *const *env;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
+	/* Keys plugins declared (hs_conf_declare): names "section.key", malloc'd. */
+	struct hs_conf_schema *decl;
+	size_t n_decl;
+	char **sections; /* the sections declared, so each is declared once */
+	size_t n_sections;
 };
+
+/* 1 when a backend declared the keys of section. */
+int hs_conf_declared(const struct hs_conf *c, const char *section);
+/* The rule for key: the core's schema, else a plugin's declaration, else NULL (fixed). */
+const struct hs_conf_schema *hs_conf_schema_of(const struct hs_conf *c, const char *key);
+/* May v replace a locked key whose admin value is ceil under sc (NULL: fixed)?  1 yes. */
+int hs_conf_within_ceiling(const struct hs_conf_schema *sc, const struct hs_conf_value *ceil,
+                           const struct hs_conf_value *v);
+/* The schema's checks beyond the type; -1 with "'key' must ..." in err. */
+int hs_conf_check_value(const struct hs_conf_schema *sc, const struct hs_conf_value *v, char *err,
+                        size_t errlen);
+/* Copy src into dst (deep); 0 or -1 (no memory, dst unset). */
+int hs_conf_value_copy(struct hs_conf_value *dst, const struct hs_conf_value *src);
 
 void hs_conf_warnf(struct hs_conf *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -1,7 +1,7 @@
 # Loader, SDK and end-to-end tests.
-TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/example.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
+TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
 	tests/core/approval-floor.test tests/core/run-faults.test
-EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/example.test \
+EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test
 # The ABI layout (every v1 field's offset, every struct's size) is pinned at

@@ -54,6 +54,18 @@ static const struct hs_config_key lo_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* What an admin's lock on each key means: what a user may still do to it. */
+static const char *const lo_isolation_values[] = { "namespaces", "none", NULL };
+static const struct hs_config_rule lo_rules[] = {
+	{ .name = "isolation", .order = HS_CORDER_ENUM, .values = lo_isolation_values },
+	{ .name = "isolation_bind_ro", .order = HS_CORDER_SUBSET, .checks = HS_CCHECK_ABSPATH },
+	{ .name = "isolation_bind_rw", .order = HS_CORDER_SUBSET, .checks = HS_CCHECK_ABSPATH },
+	{ .name = "isolation_nofile", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = "isolation_nproc", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = "shell", .order = HS_CORDER_FIXED, .checks = HS_CCHECK_ABSPATH },
+	{ .name = NULL },
+};
+
 /*
  * hs-isolate is installed next to hs-runner; in the build tree, where
  * hs-runner is runner/hs-runner, it is plugins/local/hs-isolate.
@@ -634,6 +646,7 @@ const struct hs_backend_v1 hs_builtin_local = {
 	.summary = "run commands on this machine through a per-session hs-runner",
 	.caps = HS_CAP_RUNNER | HS_CAP_PERSIST | HS_CAP_FILES,
 	.config_keys = lo_keys,
+	.config_rules = lo_rules,
 	.init = lo_init,
 	.fini = lo_fini,
 	.probe = lo_probe,

@@ -42,6 +42,11 @@ _Static_assert(HS_CAP_RUNNER == 1 && HS_CAP_EXEC == 2 && HS_CAP_MOUNTS == 4 && H
 _Static_assert(HS_CONF_STRING == 0 && HS_CONF_INT == 1 && HS_CONF_BOOL == 2 &&
                HS_CONF_STRINGS == 3, "ABI break: enum hs_config_type renumbered");
 _Static_assert(HS_ERR_MAX == 512, "ABI break: error buffer size changed");
+_Static_assert(HS_CORDER_FIXED == 0 && HS_CORDER_ENUM == 1 && HS_CORDER_LESS == 2 &&
+               HS_CORDER_LESS_ZERO_MAX == 3 && HS_CORDER_BOOL == 4 && HS_CORDER_SUBSET == 5 &&
+               HS_CORDER_SUPERSET == 6, "ABI break: enum hs_config_order renumbered");
+_Static_assert(HS_CCHECK_ABSPATH == 1 && HS_CCHECK_ENVNAME == 2 && HS_CCHECK_POSITIVE == 4 &&
+               HS_CCHECK_NONEMPTY == 8, "ABI break: HS_CCHECK_* renumbered");
 
 #if __SIZEOF_POINTER__ == 8 && __SIZEOF_LONG__ == 8
 HS_SIZE(hs_config_key, 24);
@@ -139,7 +144,8 @@ HS_OFF(hs_exec_result, exit_code, 0);
 HS_OFF(hs_exec_result, timed_out, 4);
 HS_OFF(hs_exec_result, cancelled, 8);
 HS_OFF(hs_exec_result, reserved0, 12);
-HS_SIZE(hs_backend_v1, 128);
+/* ABI 1.1: 136 bytes (config_rules appended); 1.0 ended at 128. */
+HS_SIZE(hs_backend_v1, 136);
 HS_OFF(hs_backend_v1, abi_major, 0);
 HS_OFF(hs_backend_v1, abi_minor, 4);
 HS_OFF(hs_backend_v1, struct_size, 8);
@@ -158,6 +164,15 @@ HS_OFF(hs_backend_v1, runner_stream, 96);
 HS_OFF(hs_backend_v1, exec, 104);
 HS_OFF(hs_backend_v1, cancel, 112);
 HS_OFF(hs_backend_v1, close, 120);
+HS_OFF(hs_backend_v1, config_rules, 128);
+/* ABI 1.1: struct hs_config_rule. */
+HS_SIZE(hs_config_rule, 32);
+HS_OFF(hs_config_rule, name, 0);
+HS_OFF(hs_config_rule, order, 8);
+HS_OFF(hs_config_rule, strict_bool, 12);
+HS_OFF(hs_config_rule, values, 16);
+HS_OFF(hs_config_rule, checks, 24);
+HS_OFF(hs_config_rule, reserved0, 28);
 #endif
 
 int
