@@ -26,6 +26,7 @@
 
 #include "core/cmds.h"
 #include "core/core.h"
+#include "core/hsconf.h"
 #include "runner/client.h"
 
 static int failures;
@@ -185,6 +186,12 @@ behaviour(const char *path, int live)
 	result(1, "descriptor: backend '%s' %s, ABI %u.%u, build signature matches", be->name,
 	       be->version, be->abi_major, be->abi_minor);
 	result(be->summary[0] != '\0', "summary is not empty");
+	char why[HS_ERR_MAX];
+	if (hs_conf_rules_check(be->name, be->config_keys, be->config_rules, why, sizeof(why)) == 0)
+		result(1, "config keys and rules are consistent%s",
+		       be->abi_minor < 1 ? " (ABI 1.0: no rules; locked keys are fixed)" : "");
+	else
+		result(0, "%s", why);
 
 	struct hs_fakehost *fh = hs_fakehost_new(be->name, NULL);
 	if (!fh) {

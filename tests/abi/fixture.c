@@ -2,6 +2,7 @@
  * fixture.c - one source for every bad-plugin fixture of the loader tests;
  * each variant is selected with -D when tests/abi/loader.test compiles it.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,13 @@ fx_close(void *env, uint32_t flags, char *err)
 	return HS_OK;
 }
 
+#ifdef FIX_BADRULE
+/* ABI 1.1 rules that do not fit the keys: an integer order on a string. */
+static const struct hs_config_key fx_keys[] = { { "mode", HS_CONF_STRING, "a mode" }, { NULL, 0, NULL } };
+static const struct hs_config_rule fx_rules[] = { { .name = "mode", .order = HS_CORDER_LESS },
+                                                   { .name = NULL } };
+#endif
+
 #ifndef FIX_NO_SYMBOL
 HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.abi_major = FIX_MAJOR,
@@ -159,6 +167,10 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 #endif
 	.exec = fx_exec,
 	.close = fx_close,
+#ifdef FIX_BADRULE
+	.config_keys = fx_keys,
+	.config_rules = fx_rules,
+#endif
 };
 #else
 HS_BACKEND_EXPORT int hs_backend_v0 = 1;
