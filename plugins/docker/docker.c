@@ -347,8 +347,9 @@ dk_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	int running = 0, ours = 0;
 	rc = dk_container_inspect(env, &running, &ours, cur_image, sizeof(cur_image), err);
 	if (rc == HS_E_NOTFOUND && (spec->flags & HS_SPEC_ATTACH)) {
-		/* Attach only: the container is gone; create none. */
+		/* Attach only: the container is gone; create none, and forget we had it. */
 		snprintf(err, HS_ERR_MAX, "container '%s' is gone", env->name);
+		state_remove(env);
 		goto out;
 	} else if (rc == HS_E_NOTFOUND) {
 		if (!image) {

@@ -278,15 +278,6 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		         spec->env_name ? spec->env_name : "");
 		return HS_E_INVALID;
 	}
-	if (spec->flags & HS_SPEC_ATTACH) {
-		/* Attach only: no running instance, nothing to attach to; start none. */
-		int up = sg_running(st, spec->env_name, err);
-		if (up <= 0) {
-			if (up == 0)
-				snprintf(err, HS_ERR_MAX, "no running instance '%s'", spec->env_name);
-			return up < 0 ? HS_E_UNAVAILABLE : HS_E_NOTFOUND;
-		}
-	}
 	env = calloc(1, sizeof(*env));
 	if (!env) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
@@ -299,6 +290,17 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	snprintf(env->rundir, sizeof(env->rundir), "%s/%s", h->runtime_dir, env->name);
 	snprintf(env->shellfile, sizeof(env->shellfile), "%s/%s.shell", h->state_dir, env->name);
 	snprintf(env->logfile, sizeof(env->logfile), "%s/%s.log", h->state_dir, env->name);
+	if (spec->flags & HS_SPEC_ATTACH) {
+		/* Attach only: no running instance, nothing to attach to; start none. */
+		int up = sg_running(st, env->name, err);
+		if (up < 0)
+			return HS_E_UNAVAILABLE;
+		if (up == 0) {
+			snprintf(err, HS_ERR_MAX, "no running instance '%s'", env->name);
+			env->opened = 1; /* close() clears the files the vanished instance left */
+			return HS_E_NOTFOUND;
+		}
+	}
 	rc = hs_attach_private_dir(env->rundir, err);
 	if (rc != HS_OK)
 		return rc;
