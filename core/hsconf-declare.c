@@ -27,24 +27,37 @@ _Static_assert(HS_CHECK_ABSPATH == HS_CCHECK_ABSPATH && HS_CHECK_ENVNAME == HS_C
                HS_CHECK_POSITIVE == HS_CCHECK_POSITIVE && HS_CHECK_NONEMPTY == HS_CCHECK_NONEMPTY,
                "HS_CHECK_* differ from the ABI");
 
+static struct hs_conf_decl *
+first_decl(const struct hs_conf *c)
+{
+	return __atomic_load_n(&c->decls, __ATOMIC_ACQUIRE);
+}
+
 const struct hs_conf_schema *
 hs_conf_schema_of(const struct hs_conf *c, const char *key)
 {
 	const struct hs_conf_schema *sc = hs_conf_schema_find(key);
 
-	for (size_t k = 0; !sc && k < c->n_decl; k++)
-		if (strcmp(c->decl[k].name, key) == 0)
-			sc = &c->decl[k];
+	for (const struct hs_conf_decl *d = first_decl(c); !sc && d; d = d->next)
+		for (size_t k = 0; k < d->n; k++)
+			if (strcmp(d->keys[k].name, key) == 0)
+				return &d->keys[k];
 	return sc;
+}
+
+static struct hs_conf_decl *
+decl_of(const struct hs_conf *c, const char *section)
+{
+	for (struct hs_conf_decl *d = first_decl(c); d; d = d->next)
+		if (strcmp(d->section, section) == 0)
+			return d;
+	return NULL;
 }
 
 int
 hs_conf_declared(const struct hs_conf *c, const char *section)
 {
-	for (size_t k = 0; k < c->n_sections; k++)
-		if (strcmp(c->sections[k], section) == 0)
-			return 1;
-	return 0;
+	return decl_of(c, section) != NULL;
 }
 
 static const struct hs_config_key *
@@ -147,41 +160,56 @@ settle(struct hs_conf *c, struct hs_conf_entry *e, const struct hs_conf_schema *
 	return 0;
 }
 
+static void
+decl_free(struct hs_conf_decl *d)
+{
+	for (size_t k = 0; k < d->n; k++)
+		free((char *)d->keys[k].name);
+	free(d->section);
+	free(d->error);
+	free(d);
+}
+
+void
+hs_conf_decls_free(struct hs_conf *c)
+{
+	for (struct hs_conf_decl *d = c->decls, *next; d; d = next) {
+		next = d->next;
+		decl_free(d);
+	}
+	c->decls = NULL;
+}
+
 int
 hs_conf_declare(struct hs_conf *c, const char *section, const struct hs_config_key *keys,
                 const struct hs_config_rule *rules, char *err, size_t errlen)
 {
+	struct hs_conf_decl *had = decl_of(c, section);
 	size_t nk = 0;
 
-	if (hs_conf_declared(c, section))
-		return 0;
+	/* Once per section; a section that failed keeps failing. */
+	if (had) {
+		if (had->error)
+			snprintf(err, errlen, "%s", had->error);
+		return had->error ? -1 : 0;
+	}
 	if (hs_conf_rules_check(section, keys, rules, err, errlen) < 0)
 		return -1;
 	for (const struct hs_config_key *k = keys; k && k->name; k++)
 		nk++;
-	char **ns = realloc(c->sections, (c->n_sections + 1) * sizeof(*ns));
-	if (!ns)
+	struct hs_conf_decl *d = calloc(1, sizeof(*d) + nk * sizeof(d->keys[0]));
+	if (!d || !(d->section = strdup(section)))
 		goto nomem;
-	c->sections = ns;
-	if (!(ns[c->n_sections] = strdup(section)))
-		goto nomem;
-	c->n_sections++;
-	struct hs_conf_schema *nd = realloc(c->decl, (c->n_decl + nk) * sizeof(*nd));
-	if (!nd && nk)
-		goto nomem;
-	if (nd)
-		c->decl = nd;
-	size_t first = c->n_decl;
 	for (const struct hs_config_key *k = keys; k && k->name; k++) {
 		char name[256];
 		snprintf(name, sizeof(name), "%s.%s", section, k->name);
 		/* The core's own keys keep the core's rule. */
 		if (hs_conf_schema_find(name))
 			continue;
-		struct hs_conf_schema *sc = &c->decl[c->n_decl];
-		memset(sc, 0, sizeof(*sc));
+		struct hs_conf_schema *sc = &d->keys[d->n];
 		if (!(sc->name = strdup(name)))
 			goto nomem;
+		d->n++;
 		sc->type = k->type;
 		sc->order = HS_ORDER_FIXED;
 		sc->doc = k->doc;
@@ -192,15 +220,20 @@ hs_conf_declare(struct hs_conf *c, const char *section, const struct hs_config_k
 				sc->strict_bool = r->strict_bool;
 				sc->checks = r->checks;
 			}
-		c->n_decl++;
 	}
-	for (size_t k = first; k < c->n_decl; k++) {
-		struct hs_conf_entry *e = hs_conf_find(c, c->decl[k].name);
-		if (e && settle(c, e, &c->decl[k], err, errlen) < 0)
+	d->next = c->decls;
+	__atomic_store_n(&c->decls, d, __ATOMIC_RELEASE);
+	for (size_t k = 0; k < d->n; k++) {
+		struct hs_conf_entry *e = hs_conf_find(c, d->keys[k].name);
+		if (e && settle(c, e, &d->keys[k], err, errlen) < 0) {
+			d->error = strdup(err);
 			return -1;
+		}
 	}
 	return 0;
 nomem:
+	if (d)
+		decl_free(d);
 	snprintf(err, errlen, "cannot declare the keys of backend '%s': out of memory", section);
 	return -1;
 }

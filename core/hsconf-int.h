@@ -53,13 +53,22 @@ struct hs_conf {
 	char *const *env;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
-	/* Keys plugins declared (hs_conf_declare): names "section.key", malloc'd. */
-	struct hs_conf_schema *decl;
-	size_t n_decl;
-	char **sections; /* the sections declared, so each is declared once */
-	size_t n_sections;
+	/* Keys plugins declared (hs_conf_declare), one block per section, newest
+	 * first.  A block is complete before it is published and never changes,
+	 * so readers on other threads need no lock. */
+	struct hs_conf_decl *decls;
 };
 
+struct hs_conf_decl {
+	struct hs_conf_decl *next;
+	char *section;
+	char *error; /* a value of the section failed the declaration: why (set once) */
+	size_t n;
+	struct hs_conf_schema keys[]; /* names "section.key", malloc'd */
+};
+
+/* Free every declaration (hs_conf_free). */
+void hs_conf_decls_free(struct hs_conf *c);
 /* 1 when a backend declared the keys of section. */
 int hs_conf_declared(const struct hs_conf *c, const char *section);
 /* The rule for key: the core's schema, else a plugin's declaration, else NULL (fixed). */

@@ -694,12 +694,7 @@ hs_conf_free(struct hs_conf *c)
 		hs_conf_value_clear(&c->e[k].pending);
 		free(c->e[k].pending_origin);
 	}
-	for (size_t k = 0; k < c->n_decl; k++)
-		free((char *)c->decl[k].name);
-	free(c->decl);
-	for (size_t k = 0; k < c->n_sections; k++)
-		free(c->sections[k]);
-	free(c->sections);
+	hs_conf_decls_free(c);
 	free(c->e);
 	free(c);
 }

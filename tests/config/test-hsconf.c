@@ -455,6 +455,9 @@ test_plugin_rules(void **state)
 	assert_int_equal(load(f), 0);
 	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "'plug.mode' must be one of strict, loose (got 'bogus')"));
+	err[0] = '\0';
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'plug.mode' must be one of")); /* and it stays refused */
 	assert_int_equal(hs_conf_rules_check("plug", keys, bad_type, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "'mode' (a string) with order 2"));
 	assert_int_equal(hs_conf_rules_check("plug", keys, bad_name, err, sizeof(err)), -1);
