@@ -46,6 +46,12 @@ static const struct hs_config_key dt_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: sandboxes may stop sooner (0 is never: the loosest). */
+static const struct hs_config_rule dt_rules[] = {
+	{ .name = "auto_stop", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = NULL },
+};
+
 uint64_t
 dt_now(const struct dt_env *e)
 {
@@ -762,6 +768,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.summary = "Daytona cloud sandboxes through the Daytona REST API",
 	.caps = HS_CAP_EXEC | HS_CAP_IMAGE | HS_CAP_NETWORK | HS_CAP_LIMITS | HS_CAP_PERSIST | HS_CAP_ISOLATED,
 	.config_keys = dt_keys,
+	.config_rules = dt_rules,
 	.init = dt_init,
 	.fini = dt_fini,
 	.probe = dt_probe,

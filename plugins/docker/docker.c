@@ -38,6 +38,13 @@ static const struct hs_config_key dk_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: privileged may only be switched off, devices only dropped. */
+static const struct hs_config_rule dk_rules[] = {
+	{ .name = "privileged", .order = HS_CORDER_BOOL, .strict_bool = 0 },
+	{ .name = "devices", .order = HS_CORDER_SUBSET },
+	{ .name = NULL },
+};
+
 static int32_t
 dk_init(const struct hs_host_v1 *host, void **state, char *err)
 {
@@ -511,6 +518,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.caps = HS_CAP_RUNNER | HS_CAP_EXEC | HS_CAP_MOUNTS | HS_CAP_IMAGE | HS_CAP_NETWORK |
 	        HS_CAP_LIMITS | HS_CAP_PERSIST | HS_CAP_FILES | HS_CAP_ISOLATED,
 	.config_keys = dk_keys,
+	.config_rules = dk_rules,
 	.init = dk_init,
 	.fini = dk_fini,
 	.probe = dk_probe,

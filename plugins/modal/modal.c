@@ -34,6 +34,12 @@ static const struct hs_config_key md_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: a sandbox may live shorter, never longer. */
+static const struct hs_config_rule md_rules[] = {
+	{ .name = "timeout", .order = HS_CORDER_LESS, .checks = HS_CCHECK_POSITIVE },
+	{ .name = NULL },
+};
+
 static int32_t
 md_init(const struct hs_host_v1 *host, void **state, char *err)
 {
@@ -359,6 +365,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.caps = HS_CAP_EXEC | HS_CAP_IMAGE | HS_CAP_NETWORK | HS_CAP_LIMITS | HS_CAP_PERSIST |
 	        HS_CAP_ISOLATED,
 	.config_keys = md_keys,
+	.config_rules = md_rules,
 	.init = md_init,
 	.fini = md_fini,
 	.probe = md_probe,

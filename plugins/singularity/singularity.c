@@ -43,6 +43,12 @@ static const struct hs_config_key sg_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: the pass-through list may only lose names. */
+static const struct hs_config_rule sg_rules[] = {
+	{ .name = "env_passthrough", .order = HS_CORDER_SUBSET, .checks = HS_CCHECK_ENVNAME },
+	{ .name = NULL },
+};
+
 /* ---- Helpers. ---- */
 
 static int
@@ -450,6 +456,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.caps = HS_CAP_RUNNER | HS_CAP_MOUNTS | HS_CAP_IMAGE | HS_CAP_NETWORK | HS_CAP_LIMITS |
 	        HS_CAP_PERSIST | HS_CAP_FILES | HS_CAP_ISOLATED,
 	.config_keys = sg_keys,
+	.config_rules = sg_rules,
 	.init = sg_init,
 	.fini = sg_fini,
 	.probe = sg_probe,

@@ -43,6 +43,13 @@ static const struct hs_config_key sx_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: "accept-new" may be tightened to "strict". */
+static const char *const sx_policies[] = { "strict", "accept-new", NULL };
+static const struct hs_config_rule sx_rules[] = {
+	{ .name = "host_key_policy", .order = HS_CORDER_ENUM, .values = sx_policies },
+	{ .name = NULL },
+};
+
 /* --------------------------------------------------------------- the pump */
 
 void
@@ -799,6 +806,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.summary = "run commands on a remote host over one libssh2 connection and hs-runner",
 	.caps = HS_CAP_RUNNER | HS_CAP_EXEC | HS_CAP_PERSIST | HS_CAP_FILES | HS_CAP_ISOLATED,
 	.config_keys = sx_keys,
+	.config_rules = sx_rules,
 	.init = sx_init,
 	.fini = sx_fini,
 	.probe = sx_probe,
