@@ -703,10 +703,22 @@ int
 hs_conf_allows(const struct hs_conf *c, const char *key, const char *text, char *err, size_t errlen)
 {
 	const struct hs_conf_entry *e = hs_conf_find(c, key);
+	const struct hs_conf_schema *sc = hs_conf_schema_of(c, key);
 	struct hs_conf_value v = { .type = HS_VT_TEXT, .s = (char *)text };
-	char have[512];
+	char have[512], why[256];
+	int ok;
 
-	if (!text || !e || !e->locked || hs_conf_within_ceiling(hs_conf_schema_of(c, key), &e->ceiling, &v))
+	if (!text || !e || !e->locked)
+		return 1;
+	/* An ordered number, flag or list is compared as such, not as text. */
+	if (sc && sc->type != HS_CONF_STRING) {
+		ok = hs_conf_parse_text(sc->type, text, &v, why, sizeof(why)) == 0 &&
+		     hs_conf_within_ceiling(sc, &e->ceiling, &v);
+		hs_conf_value_clear(&v);
+	} else {
+		ok = hs_conf_within_ceiling(sc, &e->ceiling, &v);
+	}
+	if (ok)
 		return 1;
 	hs_conf_value_format(&e->ceiling, have, sizeof(have));
 	snprintf(err, errlen, "'%s' is locked to %s by %s; '%s' is not allowed (ask the admin)", key,

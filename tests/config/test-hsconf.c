@@ -438,6 +438,10 @@ test_plugin_rules(void **state)
 	assert_int_equal(num(f, "plug.limit"), 20);
 	assert_int_equal(hs_conf_allows(f->c, "plug.mode", "loose", err, sizeof(err)), 0);
 	assert_int_equal(hs_conf_allows(f->c, "plug.mode", "strict", err, sizeof(err)), 1);
+	/* Numbers are compared as numbers: 0 is "no limit", above the ceiling of 100. */
+	assert_int_equal(hs_conf_allows(f->c, "plug.limit", "0", err, sizeof(err)), 0);
+	assert_int_equal(hs_conf_allows(f->c, "plug.limit", "100", err, sizeof(err)), 1);
+	assert_int_equal(hs_conf_allows(f->c, "plug.limit", "x", err, sizeof(err)), 0);
 	/* Declared once per section. */
 	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
 
