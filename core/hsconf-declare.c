@@ -135,29 +135,46 @@ settle(struct hs_conf *c, struct hs_conf_entry *e, const struct hs_conf_schema *
 		snprintf(err, errlen, "%s: %s", e->origin ? e->origin : "default", why);
 		return -1;
 	}
-	if (!e->locked || e->pending.type == HS_VT_UNSET)
+	if (!e->locked || !e->n_pend)
 		return 0;
 	/* The ceiling comes from admin files, typed already; text only from a default. */
 	if (typed(sc, &e->ceiling, why, sizeof(why)) < 0)
 		e->ceiling.type = HS_VT_UNSET;
-	if (typed(sc, &e->pending, why, sizeof(why)) == 0 &&
-	    hs_conf_check_value(sc, &e->pending, why, sizeof(why)) == 0 &&
-	    hs_conf_within_ceiling(sc, &e->ceiling, &e->pending)) {
+	/* Replay the refused values in layer order: each one within the ceiling holds. */
+	struct hs_conf_pending *took = NULL;
+	for (size_t k = 0; k < e->n_pend; k++) {
+		struct hs_conf_pending *p = &e->pend[k];
+		if (typed(sc, &p->v, why, sizeof(why)) == 0 &&
+		    hs_conf_check_value(sc, &p->v, why, sizeof(why)) == 0 &&
+		    hs_conf_within_ceiling(sc, &e->ceiling, &p->v))
+			took = p;
+	}
+	if (took) {
 		hs_conf_value_clear(&e->v);
-		e->v = e->pending;
-		e->pending.s = NULL;
-		e->pending.list = NULL;
+		e->v = took->v;
+		memset(&took->v, 0, sizeof(took->v));
+		took->v.type = HS_VT_UNSET;
 		free(e->origin);
-		e->origin = e->pending_origin;
-		e->pending_origin = NULL;
+		e->origin = took->origin;
+		took->origin = NULL;
 		hs_conf_warnf(c, "'%s' is locked by %s; %s from %s is within it and now holds", e->key,
 		              e->ceiling_origin, sc->type == HS_CONF_STRINGS ? "the list" : "the value",
 		              e->origin);
 	}
-	hs_conf_value_clear(&e->pending);
-	free(e->pending_origin);
-	e->pending_origin = NULL;
+	hs_conf_pending_clear(e);
 	return 0;
+}
+
+void
+hs_conf_pending_clear(struct hs_conf_entry *e)
+{
+	for (size_t k = 0; k < e->n_pend; k++) {
+		hs_conf_value_clear(&e->pend[k].v);
+		free(e->pend[k].origin);
+	}
+	free(e->pend);
+	e->pend = NULL;
+	e->n_pend = 0;
 }
 
 static void

@@ -41,11 +41,20 @@ struct hs_conf_entry {
 	struct hs_conf_value admin; /* the value when the admin layers ended, locked or not */
 	int warned; /* an unknown-key or type warning was given */
 	/* A locked key no rule was known for yet (a plugin's, before it declared
-	 * its rules): the last value the lock refused as "fixed", reconsidered
-	 * under the rule when the plugin declares it (hs_conf_declare). */
-	struct hs_conf_value pending;
-	char *pending_origin;
+	 * its rules): the values the lock refused as "fixed" since the last one
+	 * it took, in layer order, replayed under the rule when the plugin
+	 * declares it (hs_conf_declare). */
+	struct hs_conf_pending *pend;
+	size_t n_pend;
 };
+
+struct hs_conf_pending {
+	struct hs_conf_value v;
+	char *origin;
+};
+
+/* Forget e's refused values. */
+void hs_conf_pending_clear(struct hs_conf_entry *e);
 
 struct hs_conf {
 	struct hs_conf_entry *e;

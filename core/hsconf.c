@@ -180,7 +180,6 @@ find_or_add(struct hs_conf *c, const char *key)
 	e->v.type = HS_VT_UNSET;
 	e->ceiling.type = HS_VT_UNSET;
 	e->admin.type = HS_VT_UNSET;
-	e->pending.type = HS_VT_UNSET;
 	if (!(e->key = strdup(key)))
 		return NULL;
 	c->n++;
@@ -342,21 +341,19 @@ hs_conf_apply(struct hs_conf *c, const char *key, struct hs_conf_value *v,
 		hs_conf_warnf(c, "'%s' is locked to %s by %s; ignoring %s from %s", key, have,
 		              e->ceiling_origin, want, where);
 		rc = 0;
-		if (!sc) {
+		struct hs_conf_pending *np;
+		if (!sc && (np = realloc(e->pend, (e->n_pend + 1) * sizeof(*np)))) {
 			/* No rule yet: refused as fixed; its plugin's rule may admit it later. */
-			hs_conf_value_clear(&e->pending);
-			free(e->pending_origin);
-			e->pending = *v;
-			memset(v, 0, sizeof(*v));
-			v->type = HS_VT_UNSET;
-			if (!(e->pending_origin = src_origin(src)))
-				hs_conf_value_clear(&e->pending);
+			e->pend = np;
+			if ((np[e->n_pend].origin = src_origin(src))) {
+				np[e->n_pend++].v = *v;
+				memset(v, 0, sizeof(*v));
+				v->type = HS_VT_UNSET;
+			}
 		}
 		goto out;
 	}
-	hs_conf_value_clear(&e->pending);
-	free(e->pending_origin);
-	e->pending_origin = NULL;
+	hs_conf_pending_clear(e);
 	free(e->origin);
 	if (!(e->origin = src_origin(src)))
 		goto nomem;
@@ -691,8 +688,7 @@ hs_conf_free(struct hs_conf *c)
 		hs_conf_value_clear(&c->e[k].v);
 		hs_conf_value_clear(&c->e[k].ceiling);
 		hs_conf_value_clear(&c->e[k].admin);
-		hs_conf_value_clear(&c->e[k].pending);
-		free(c->e[k].pending_origin);
+		hs_conf_pending_clear(&c->e[k]);
 	}
 	hs_conf_decls_free(c);
 	free(c->e);

@@ -411,7 +411,7 @@ test_plugin_rules(void **state)
 	};
 	const char *const *list;
 	size_t n;
-	char err[512];
+	char err[512], extra[256];
 
 	putf(f, "etc/hs.conf", "plug = { limit = 100; mode = \"strict\"; paths = [ \"/a\", \"/b\" ]; "
 	     "label = \"x\"; };\nlocked = [ \"plug.limit\", \"plug.mode\", \"plug.paths\", "
@@ -445,11 +445,18 @@ test_plugin_rules(void **state)
 	/* Declared once per section. */
 	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
 
-	/* Loosenings stay refused after the declaration. */
+	/* Loosenings stay refused after the declaration; an earlier tightening
+	 * holds under a later refused loosening, as for the core's keys. */
 	putf(f, "home/.config/hs/hs.conf", "plug = { limit = 500; paths = [ \"/a\", \"/c\" ]; };\n");
 	assert_int_equal(load(f), 0);
 	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
 	assert_int_equal(num(f, "plug.limit"), 100);
+	putf(f, "home/.config/hs/hs.conf", "plug = { limit = 30; };\n");
+	snprintf(extra, sizeof(extra), "%s/extra.conf", f->dir);
+	put(extra, 0600, "plug = { limit = 500; };\n");
+	assert_int_equal(load_extra(f, extra), 0);
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
+	assert_int_equal(num(f, "plug.limit"), 30);
 	assert_int_equal(hs_conf_strings(f->c, "plug.paths", &list, &n), 0);
 	assert_int_equal(n, 2);
 
