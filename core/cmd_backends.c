@@ -13,6 +13,7 @@
 
 #include "core/cmds.h"
 #include "core/core.h"
+#include "core/hsconf.h"
 #include "core/json.h"
 
 struct row {
@@ -25,12 +26,20 @@ struct row {
 static const char *const status_names[] = { "ready", "unavailable", "refused" };
 
 static const struct hs_host_v1 *
-make_host(const char *name, void *ctx)
+make_host(const struct hs_backend_v1 *desc, void *ctx, char *err)
 {
 	struct hs_core *c = ctx;
 	/* In the checking child only: the table lives until the child exits. */
 	struct hs_backend *b = calloc(1, sizeof(*b));
-	return b ? hs_core_host_for(c, b, name) : NULL;
+	if (!b) {
+		snprintf(err, HS_ERR_MAX, "out of memory");
+		return NULL;
+	}
+	/* The probe reads its keys as open would: under the plugin's own rules. */
+	if (hs_conf_declare(c->conf, desc->name, desc->config_keys, desc->config_rules, err,
+	                    HS_ERR_MAX) < 0)
+		return NULL;
+	return hs_core_host_for(c, b, desc->name);
 }
 
 static void

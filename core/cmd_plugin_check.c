@@ -26,6 +26,7 @@
 
 #include "core/cmds.h"
 #include "core/core.h"
+#include "core/hsconf.h"
 #include "runner/client.h"
 
 static int failures;
@@ -146,6 +147,31 @@ live_exec(const struct hs_backend_v1 *be, void *env)
 	result(1, "cancel of an unknown exec returns (status %d)", st);
 }
 
+/* ABI 1.1: an attach-only open of an environment that does not exist finds it gone and creates nothing. */
+static void
+attach_only(const struct hs_backend_v1 *be, void *state, struct hs_fakehost *fh, const char *name)
+{
+	if (be->abi_minor < 1) {
+		result(1, "ABI %u.%u plugin: the core never passes it HS_SPEC_ATTACH (1.1)", be->abi_major,
+		       be->abi_minor);
+		return;
+	}
+	char absent[80], err[HS_ERR_MAX] = "";
+	snprintf(absent, sizeof(absent), "%s-absent", name);
+	struct hs_env_spec spec = { .struct_size = sizeof(spec), .session = absent, .env_name = absent,
+	                            .flags = HS_SPEC_PERSISTENT | HS_SPEC_ATTACH };
+	struct hs_env_props props = { 0 };
+	void *env = NULL;
+	unsigned long long before = tree_fingerprint(hs_fakehost_root(fh));
+	int32_t st = be->open(state, &spec, &env, &props, err);
+	result(st == HS_E_NOTFOUND, "attach-only open (HS_SPEC_ATTACH) of a missing environment "
+	       "returns not found (got: %s%s%s)", hs_strerror(st), err[0] ? ": " : "", err);
+	result(tree_fingerprint(hs_fakehost_root(fh)) == before,
+	       "attach-only open of a missing environment creates nothing in the host directories");
+	err[0] = '\0';
+	be->close(env, 0, err);
+}
+
 static int
 behaviour(const char *path, int live)
 {
@@ -160,6 +186,12 @@ behaviour(const char *path, int live)
 	result(1, "descriptor: backend '%s' %s, ABI %u.%u, build signature matches", be->name,
 	       be->version, be->abi_major, be->abi_minor);
 	result(be->summary[0] != '\0', "summary is not empty");
+	char why[HS_ERR_MAX];
+	if (hs_conf_rules_check(be->name, be->config_keys, be->config_rules, why, sizeof(why)) == 0)
+		result(1, "config keys and rules are consistent%s",
+		       be->abi_minor < 1 ? " (ABI 1.0: no rules; locked keys are fixed)" : "");
+	else
+		result(0, "%s", why);
 
 	struct hs_fakehost *fh = hs_fakehost_new(be->name, NULL);
 	if (!fh) {
@@ -201,6 +233,7 @@ behaviour(const char *path, int live)
 	if (live && r1.ready) {
 		char name[64];
 		snprintf(name, sizeof(name), "plugin-check-%ld", (long)getpid());
+		attach_only(be, state, fh, name);
 		struct hs_env_spec spec = { .struct_size = sizeof(spec), .session = name, .env_name = name };
 		struct hs_env_props props = { 0 };
 		void *env = NULL;

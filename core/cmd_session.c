@@ -53,7 +53,15 @@ close_session(struct hs_core *c, const char *name, char *err, size_t errlen)
 			void *env = NULL;
 			char e[HS_ERR_MAX] = "";
 			memset(&props, 0, sizeof(props));
-			if (be->plugin.desc.open(be->state, &spec, &env, &props, e) == HS_OK) {
+			/* Attach only (ABI 1.1): closing never creates an environment to destroy it.
+			 * A 1.0 plugin does not know the flag, so it is not passed one. */
+			if (be->plugin.desc.abi_minor >= 1)
+				spec.flags |= HS_SPEC_ATTACH;
+			int32_t ost = be->plugin.desc.open(be->state, &spec, &env, &props, e);
+			if (ost == HS_E_NOTFOUND && (spec.flags & HS_SPEC_ATTACH)) {
+				/* Already gone: nothing to tear down; forget the record. */
+				be->plugin.desc.close(env, 0, e);
+			} else if (ost == HS_OK) {
 				int32_t st = be->plugin.desc.close(env, 0, e);
 				if (st != HS_OK) {
 					/* Its environment may live on: keep the record to try again. */

@@ -357,6 +357,12 @@ hs_core_backend(struct hs_core *c, const char *name, char *err, size_t errlen)
 	hs_core_host_for(c, b, name);
 	if (backend_dirs(b, err, errlen) < 0)
 		goto fail;
+	/* The plugin's keys join the schema: locks on them get its order (ABI 1.1). */
+	if (hs_conf_declare(c->conf, name, b->plugin.desc.config_keys, b->plugin.desc.config_rules, e,
+	                    sizeof(e)) < 0) {
+		snprintf(err, errlen, "%s", e);
+		goto fail;
+	}
 	hs_conf_check_section(c->conf, name, b->plugin.desc.config_keys);
 	if (b->plugin.desc.init) {
 		int32_t st = b->plugin.desc.init(&b->host, &b->state, e);

@@ -40,7 +40,21 @@ struct hs_conf_entry {
 	char *ceiling_origin;
 	struct hs_conf_value admin; /* the value when the admin layers ended, locked or not */
 	int warned; /* an unknown-key or type warning was given */
+	/* A locked key no rule was known for yet (a plugin's, before it declared
+	 * its rules): the values the lock refused as "fixed" since the last one
+	 * it took, in layer order, replayed under the rule when the plugin
+	 * declares it (hs_conf_declare). */
+	struct hs_conf_pending *pend;
+	size_t n_pend;
 };
+
+struct hs_conf_pending {
+	struct hs_conf_value v;
+	char *origin;
+};
+
+/* Forget e's refused values. */
+void hs_conf_pending_clear(struct hs_conf_entry *e);
 
 struct hs_conf {
 	struct hs_conf_entry *e;
@@ -48,7 +62,34 @@ struct hs_conf {
 	char *const *env;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
+	/* Keys plugins declared (hs_conf_declare), one block per section, newest
+	 * first.  A block is complete before it is published and never changes,
+	 * so readers on other threads need no lock. */
+	struct hs_conf_decl *decls;
 };
+
+struct hs_conf_decl {
+	struct hs_conf_decl *next;
+	char *section;
+	char *error; /* a value of the section failed the declaration: why (set once) */
+	size_t n;
+	struct hs_conf_schema keys[]; /* names "section.key", malloc'd */
+};
+
+/* Free every declaration (hs_conf_free). */
+void hs_conf_decls_free(struct hs_conf *c);
+/* 1 when a backend declared the keys of section. */
+int hs_conf_declared(const struct hs_conf *c, const char *section);
+/* The rule for key: the core's schema, else a plugin's declaration, else NULL (fixed). */
+const struct hs_conf_schema *hs_conf_schema_of(const struct hs_conf *c, const char *key);
+/* May v replace a locked key whose admin value is ceil under sc (NULL: fixed)?  1 yes. */
+int hs_conf_within_ceiling(const struct hs_conf_schema *sc, const struct hs_conf_value *ceil,
+                           const struct hs_conf_value *v);
+/* The schema's checks beyond the type; -1 with "'key' must ..." in err. */
+int hs_conf_check_value(const struct hs_conf_schema *sc, const struct hs_conf_value *v, char *err,
+                        size_t errlen);
+/* Copy src into dst (deep); 0 or -1 (no memory, dst unset). */
+int hs_conf_value_copy(struct hs_conf_value *dst, const struct hs_conf_value *src);
 
 void hs_conf_warnf(struct hs_conf *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

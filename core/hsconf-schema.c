@@ -1,6 +1,7 @@
 /*
  * hsconf-schema.c - the core's configuration keys.  Keep conf/hs.conf and
- * man/hs.conf.5 in step with this table.
+ * man/hs.conf.5 in step with this table.  Backends declare their own keys
+ * (hs_backend_v1.config_keys and config_rules; core/hsconf-declare.c).
  */
 #include "config.h"
 
@@ -10,18 +11,6 @@
 #include "core/hsconf-schema.h"
 
 static const char *const approval_values[] = { "deny", "ask", "approve", NULL };
-/*
- * The default RLIMIT_DATA of isolated commands: 8 GiB.  A build with
- * AddressSanitizer maps terabytes of shadow memory, so its runner could not
- * start under any such limit: there, none by default.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define HS_ISOLATION_DATA 0
-#else
-#define HS_ISOLATION_DATA (8LL << 30)
-#endif
-
-static const char *const isolation_values[] = { "namespaces", "none", NULL };
 
 const struct hs_conf_schema hs_conf_schema_table[] = {
 	{ .name = "backend", .type = HS_CONF_STRING, .def_string = "local",
@@ -75,27 +64,6 @@ const struct hs_conf_schema hs_conf_schema_table[] = {
 	{ .name = "locked", .type = HS_CONF_STRINGS, .has_default = 1,
 	  .order = HS_ORDER_NOT_LOCKABLE,
 	  .doc = "keys later layers may tighten but not loosen (admin files only)" },
-	{ .name = "local.isolation", .type = HS_CONF_STRING, .def_string = "none",
-	  .order = HS_ORDER_ENUM, .enums = isolation_values,
-	  .doc = "local backend isolation: none or namespaces" },
-	{ .name = "local.shell", .type = HS_CONF_STRING, .def_string = "/bin/bash",
-	  .order = HS_ORDER_FIXED, .checks = HS_CHECK_ABSPATH,
-	  .doc = "shell of local sessions; POSIX sh keeps only cwd and exports" },
-	{ .name = "local.isolation_bind_ro", .type = HS_CONF_STRINGS, .has_default = 1,
-	  .order = HS_ORDER_SUBSET, .checks = HS_CHECK_ABSPATH,
-	  .doc = "isolated mode: more host paths, bound read-only" },
-	{ .name = "local.isolation_bind_rw", .type = HS_CONF_STRINGS, .has_default = 1,
-	  .order = HS_ORDER_SUBSET, .checks = HS_CHECK_ABSPATH,
-	  .doc = "isolated mode: more host paths, bound read-write" },
-	{ .name = "local.isolation_nofile", .type = HS_CONF_INT, .def_int = 0, .has_default = 1,
-	  .order = HS_ORDER_LESS_ZERO_MAX,
-	  .doc = "isolated mode: open-file limit (RLIMIT_NOFILE); 0: inherited" },
-	{ .name = "local.isolation_nproc", .type = HS_CONF_INT, .def_int = 4096, .has_default = 1,
-	  .order = HS_ORDER_LESS_ZERO_MAX,
-	  .doc = "isolated mode: process limit (RLIMIT_NPROC, counted per user); 0: inherited" },
-	{ .name = "local.isolation_data", .type = HS_CONF_INT, .def_int = HS_ISOLATION_DATA,
-	  .has_default = 1, .order = HS_ORDER_LESS_ZERO_MAX,
-	  .doc = "isolated mode: writable memory per process in bytes (RLIMIT_DATA); 0: inherited" },
 	{ .name = NULL },
 };
 

@@ -32,7 +32,7 @@ enum hs_conf_order {
 #define HS_CHECK_NONEMPTY 0x8 /* strings must not be empty */
 
 struct hs_conf_schema {
-	const char *name;       /* "approval", "local.isolation" */
+	const char *name;       /* "approval", or a plugin's "local.isolation" */
 	int type;               /* enum hs_config_type (sdk/hs/backend.h) */
 	const char *def_string; /* default for strings; NULL: unset */
 	int64_t def_int;        /* default for integers and booleans */

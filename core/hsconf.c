@@ -76,8 +76,8 @@ hs_conf_value_list(struct hs_conf_value *v, char **list, size_t n)
 	return 0;
 }
 
-static int
-value_copy(struct hs_conf_value *dst, const struct hs_conf_value *src)
+int
+hs_conf_value_copy(struct hs_conf_value *dst, const struct hs_conf_value *src)
 {
 	memset(dst, 0, sizeof(*dst));
 	dst->type = src->type;
@@ -224,8 +224,8 @@ values_equal(const struct hs_conf_value *a, const struct hs_conf_value *b)
 }
 
 /* May v replace a locked key whose admin value is ceil?  1 yes, 0 it loosens. */
-static int
-within_ceiling(const struct hs_conf_schema *sc, const struct hs_conf_value *ceil,
+int
+hs_conf_within_ceiling(const struct hs_conf_schema *sc, const struct hs_conf_value *ceil,
                const struct hs_conf_value *v)
 {
 	if (!sc || sc->order == HS_ORDER_FIXED || ceil->type == HS_VT_UNSET)
@@ -266,8 +266,8 @@ env_name_ok(const char *s)
 }
 
 /* The schema's checks beyond the type; -1 with "'key' must ..." in err. */
-static int
-check_schema(const struct hs_conf_schema *sc, const struct hs_conf_value *v, char *err,
+int
+hs_conf_check_value(const struct hs_conf_schema *sc, const struct hs_conf_value *v, char *err,
              size_t errlen)
 {
 	if (v->type != sc->type) {
@@ -319,19 +319,19 @@ int
 hs_conf_apply(struct hs_conf *c, const char *key, struct hs_conf_value *v,
               const struct hs_conf_src *src, char *err, size_t errlen)
 {
-	const struct hs_conf_schema *sc = hs_conf_schema_find(key);
+	const struct hs_conf_schema *sc = hs_conf_schema_of(c, key);
 	struct hs_conf_entry *e;
 	char where[4200], why[1024];
 	int rc = -1;
 
 	hs_conf_src_describe(src, where, sizeof(where));
-	if (sc && check_schema(sc, v, why, sizeof(why)) < 0) {
+	if (sc && hs_conf_check_value(sc, v, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: %s", where, why);
 		goto out;
 	}
 	if (!(e = find_or_add(c, key)))
 		goto nomem;
-	if (e->locked && !within_ceiling(sc, &e->ceiling, v)) {
+	if (e->locked && !hs_conf_within_ceiling(sc, &e->ceiling, v)) {
 		char have[512], want[512];
 		hs_conf_value_format(&e->ceiling, have, sizeof(have));
 		hs_conf_value_format(v, want, sizeof(want));
@@ -341,8 +341,19 @@ hs_conf_apply(struct hs_conf *c, const char *key, struct hs_conf_value *v,
 		hs_conf_warnf(c, "'%s' is locked to %s by %s; ignoring %s from %s", key, have,
 		              e->ceiling_origin, want, where);
 		rc = 0;
+		struct hs_conf_pending *np;
+		if (!sc && (np = realloc(e->pend, (e->n_pend + 1) * sizeof(*np)))) {
+			/* No rule yet: refused as fixed; its plugin's rule may admit it later. */
+			e->pend = np;
+			if ((np[e->n_pend].origin = src_origin(src))) {
+				np[e->n_pend++].v = *v;
+				memset(v, 0, sizeof(*v));
+				v->type = HS_VT_UNSET;
+			}
+		}
 		goto out;
 	}
+	hs_conf_pending_clear(e);
 	free(e->origin);
 	if (!(e->origin = src_origin(src)))
 		goto nomem;
@@ -395,7 +406,7 @@ seal_locks(struct hs_conf *c, char *err, size_t errlen)
 
 	/* What the admin layers said of every key (trusted policy_dirs, say). */
 	for (size_t k = 0; k < c->n; k++)
-		if (value_copy(&c->e[k].admin, &c->e[k].v) < 0) {
+		if (hs_conf_value_copy(&c->e[k].admin, &c->e[k].v) < 0) {
 			snprintf(err, errlen, "cannot load the configuration: out of memory");
 			return -1;
 		}
@@ -404,7 +415,7 @@ seal_locks(struct hs_conf *c, char *err, size_t errlen)
 		const char *name = hs_conf_find(c, "locked")->v.list[k];
 		struct hs_conf_entry *e = find_or_add(c, name);
 
-		if (!e || value_copy(&e->ceiling, &e->v) < 0 ||
+		if (!e || hs_conf_value_copy(&e->ceiling, &e->v) < 0 ||
 		    !(e->ceiling_origin = strdup(e->origin ? e->origin : "default"))) {
 			snprintf(err, errlen, "cannot lock '%s': out of memory", name);
 			return -1;
@@ -517,7 +528,7 @@ static int
 set_text(struct hs_conf *c, const char *key, const char *text, int prepend,
          const struct hs_conf_src *src, char *err, size_t errlen)
 {
-	const struct hs_conf_schema *sc = hs_conf_schema_find(key);
+	const struct hs_conf_schema *sc = hs_conf_schema_of(c, key);
 	struct hs_conf_value v;
 	char why[256];
 
@@ -677,7 +688,9 @@ hs_conf_free(struct hs_conf *c)
 		hs_conf_value_clear(&c->e[k].v);
 		hs_conf_value_clear(&c->e[k].ceiling);
 		hs_conf_value_clear(&c->e[k].admin);
+		hs_conf_pending_clear(&c->e[k]);
 	}
+	hs_conf_decls_free(c);
 	free(c->e);
 	free(c);
 }
@@ -686,10 +699,22 @@ int
 hs_conf_allows(const struct hs_conf *c, const char *key, const char *text, char *err, size_t errlen)
 {
 	const struct hs_conf_entry *e = hs_conf_find(c, key);
+	const struct hs_conf_schema *sc = hs_conf_schema_of(c, key);
 	struct hs_conf_value v = { .type = HS_VT_TEXT, .s = (char *)text };
-	char have[512];
+	char have[512], why[256];
+	int ok;
 
-	if (!text || !e || !e->locked || within_ceiling(hs_conf_schema_find(key), &e->ceiling, &v))
+	if (!text || !e || !e->locked)
+		return 1;
+	/* An ordered number, flag or list is compared as such, not as text. */
+	if (sc && sc->type != HS_CONF_STRING) {
+		ok = hs_conf_parse_text(sc->type, text, &v, why, sizeof(why)) == 0 &&
+		     hs_conf_within_ceiling(sc, &e->ceiling, &v);
+		hs_conf_value_clear(&v);
+	} else {
+		ok = hs_conf_within_ceiling(sc, &e->ceiling, &v);
+	}
+	if (ok)
 		return 1;
 	hs_conf_value_format(&e->ceiling, have, sizeof(have));
 	snprintf(err, errlen, "'%s' is locked to %s by %s; '%s' is not allowed (ask the admin)", key,
@@ -703,8 +728,8 @@ hs_conf_set_cli(struct hs_conf *c, const char *key, const char *value, char *err
 {
 	struct hs_conf_src src = { .name = "command line" };
 
-	if (!hs_conf_schema_find(key) && (!strchr(key, '.') || hs_conf_schema_known_section(
-	        strndupa(key, strcspn(key, "."))))) {
+	if (!hs_conf_schema_of(c, key) && (!strchr(key, '.') || hs_conf_schema_known_section(
+	        strndupa(key, strcspn(key, "."))) || hs_conf_declared(c, strndupa(key, strcspn(key, "."))))) {
 		snprintf(err, errlen, "unknown setting '%s'", key);
 		return -1;
 	}

@@ -72,6 +72,21 @@ int hs_conf_check_section(struct hs_conf *c, const char *section,
                           const struct hs_config_key *keys);
 
 /*
+ * A plugin's keys join the schema (ABI 1.1, hs_backend_v1.config_rules;
+ * keys without a rule are fixed): its values are typed and checked, and a
+ * value a lock refused while the key's order was unknown is admitted when
+ * the declared order finds it within the admin's ceiling.  Once per
+ * section.  Returns 0, or -1 with a one-line reason (an invalid value, or
+ * rules that do not fit the keys).
+ */
+int hs_conf_declare(struct hs_conf *c, const char *section, const struct hs_config_key *keys,
+                    const struct hs_config_rule *rules, char *err, size_t errlen);
+
+/* Do rules fit keys (each names a key, with an order its type can have)?  0 or -1. */
+int hs_conf_rules_check(const char *section, const struct hs_config_key *keys,
+                        const struct hs_config_rule *rules, char *err, size_t errlen);
+
+/*
  * Where the value of key came from: "default", "/etc/hs/hs.conf:12",
  * "HS_APPROVAL" or "command line".  NULL when the key is unset.
  */

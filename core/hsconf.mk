@@ -10,7 +10,8 @@ core_libhsconf_a_SOURCES = \
 	core/hsconf.c \
 	core/hsconf-get.c \
 	core/hsconf-file.c \
-	core/hsconf-schema.c
+	core/hsconf-schema.c \
+	core/hsconf-declare.c
 core_libhsconf_a_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS)
 noinst_HEADERS += core/hsconf.h core/hsconf-int.h core/hsconf-schema.h
 

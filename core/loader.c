@@ -380,10 +380,12 @@ check_child(int wfd, const char *path, struct hs_probe_report *probe, hs_host_ma
 		snprintf(m->version, sizeof(m->version), "%s", p.desc.version);
 		snprintf(m->summary, sizeof(m->summary), "%s", p.desc.summary);
 		if (probe && make_host) {
-			const struct hs_host_v1 *host = make_host(p.name, host_ctx);
+			const struct hs_host_v1 *host = make_host(&p.desc, host_ctx, m->probe_err);
 			void *state = NULL;
 			m->probed = 1;
-			if (!p.desc.init) {
+			if (!host) {
+				m->probe_status = HS_E_CONFIG;
+			} else if (!p.desc.init) {
 				m->probe_status = HS_OK;
 			} else {
 				m->probe_status = p.desc.init(host, &state, m->probe_err);

@@ -61,9 +61,12 @@ int hs_loader_find(const char *const *dirs, size_t n_dirs, const char *name, str
  * constructor crashes cannot take hs down.  If probe is non-NULL and the
  * plugin is valid, the child also runs init+probe with the host made by
  * make_host and copies the report into *probe.  Returns 0 valid, -1 refused.
+ * make_host gets the validated descriptor (its config keys and rules) and
+ * returns NULL with a one-line reason in err (HS_ERR_MAX) when it cannot.
  */
 struct hs_probe_report;
-typedef const struct hs_host_v1 *(*hs_host_maker)(const char *backend, void *ctx);
+typedef const struct hs_host_v1 *(*hs_host_maker)(const struct hs_backend_v1 *desc, void *ctx,
+                                                  char *err);
 int hs_loader_check_forked(struct hs_plugin *p, struct hs_probe_report *probe,
                            int32_t *probe_status, char *probe_err,
                            hs_host_maker make_host, void *host_ctx, int probe_flags);

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -80,6 +81,8 @@ hs_paths_init(struct hs_paths *p, char *err, size_t errlen)
 
 	if (exe_dir(p->exe_dir, sizeof(p->exe_dir)) == 0)
 		p->in_build_tree = under_build_tree(p->exe_dir);
+	if (p->in_build_tree)
+		snprintf(p->build_dir, sizeof(p->build_dir), "%s", HS_BUILDDIR);
 	return 0;
 }
 
@@ -102,6 +105,45 @@ add_dir(char **dirs, size_t n, size_t max, const char *d)
 	return dirs[n] ? n + 1 : n;
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * What the build made: every build/plugins/NAME/.libs that holds NAME.so
+ * (libtool's output for plugin NAME), in name order.  A directory that holds
+ * no plugin of its own name (a helper library) is not searched.
+ */
+static size_t
+add_built(const char *build, char **dirs, size_t n, size_t max)
+{
+	char top[PATH_MAX], d[PATH_MAX], so[PATH_MAX + 64];
+	char *names[64];
+	size_t k = 0;
+	DIR *dh;
+
+	snprintf(top, sizeof(top), "%s/plugins", build);
+	if (!(dh = opendir(top)))
+		return n;
+	for (struct dirent *e; (e = readdir(dh)) && k < sizeof(names) / sizeof(names[0]);) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(so, sizeof(so), "%s/%s/.libs/%s.so", top, e->d_name, e->d_name);
+		if (access(so, F_OK) == 0 && (names[k] = strdup(e->d_name)))
+			k++;
+	}
+	closedir(dh);
+	qsort(names, k, sizeof(names[0]), cmp_str);
+	for (size_t i = 0; i < k; i++) {
+		snprintf(d, sizeof(d), "%s/%s/.libs", top, names[i]);
+		n = add_dir(dirs, n, max, d);
+		free(names[i]);
+	}
+	return n;
+}
+
 size_t
 hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_dirs, size_t n_conf,
                      char **dirs, size_t max)
@@ -114,16 +156,8 @@ hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_dirs, siz
 		n = add_dir(dirs, n, max, conf_dirs[i]);
 	/* An hs run from its build tree loads the plugins built with it, before
 	 * any installed copy (which may be older). */
-	if (p->in_build_tree) {
-		static const char *const tree[] = { "docker", "ssh", "singularity", "slurm", "modal",
-		                                    "daytona" };
-		char d[PATH_MAX];
-		for (size_t i = 0; i < sizeof(tree) / sizeof(tree[0]); i++) {
-			snprintf(d, sizeof(d), "%s/plugins/%s/.libs", HS_BUILDDIR, tree[i]);
-			if (access(d, F_OK) == 0)
-				n = add_dir(dirs, n, max, d);
-		}
-	}
+	if (p->in_build_tree && p->build_dir[0])
+		n = add_built(p->build_dir, dirs, n, max);
 	n = add_dir(dirs, n, max, HS_PLUGINDIR);
 	return n;
 }

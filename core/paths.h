@@ -16,6 +16,7 @@ struct hs_paths {
 	char home[PATH_MAX];
 	char exe_dir[PATH_MAX]; /* directory of the running hs binary */
 	int in_build_tree;      /* running from the build tree (tests) */
+	char build_dir[PATH_MAX]; /* the build tree (HS_BUILDDIR) when in_build_tree */
 };
 
 /* Fill p from the environment.  Returns 0, or -1 with a reason. */
@@ -29,8 +30,10 @@ int hs_paths_from_build_tree(void);
 
 /*
  * Build the plugin search path: the configured plugin_dirs (HS_PLUGIN_DIR
- * is prepended to them by the configuration, under its lock), the installed plugin directory, then (only when
- * running from the build tree) the build tree's plugin output directories.
+ * is prepended to them by the configuration, under its lock), then (only
+ * when running from the build tree) the output directory of every plugin
+ * built there (build_dir/plugins/NAME/.libs holding NAME.so, in name
+ * order), then the installed plugin directory.
  * Returns the number of entries written to dirs (each malloc'd).
  */
 size_t hs_paths_plugin_dirs(const struct hs_paths *p, const char *const *conf_dirs, size_t n_conf,

@@ -1,10 +1,21 @@
 # Loader, SDK and end-to-end tests.
-TESTS += tests/abi/loader.test tests/abi/example.test tests/abi/sdk-install.test tests/core/run.test \
-	tests/core/serve.test tests/core/exec-mode.test \
+TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
+	tests/abi/sdk-install.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
 	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test
-EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test tests/abi/sdk-install.test \
+EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
+	tests/abi/sdk-install.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test tests/core/install.test
+# The ABI layout (every v1 field's offset, every struct's size) is pinned at
+# compile time: building tests/abi/layout fails on an accidental reorder.
+check_PROGRAMS += tests/abi/layout
+TESTS += tests/abi/layout
+tests_abi_layout_SOURCES = tests/abi/layout.c
+tests_abi_layout_CPPFLAGS = -I$(top_srcdir)/sdk
+# The build tree's plugin directories are found by scanning what was built.
+check_PROGRAMS += tests/core/test-paths
+TESTS += tests/core/test-paths
+tests_core_test_paths_SOURCES = tests/core/test-paths.c core/paths.c
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for

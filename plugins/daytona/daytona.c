@@ -46,6 +46,12 @@ static const struct hs_config_key dt_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: sandboxes may stop sooner (0 is never: the loosest). */
+static const struct hs_config_rule dt_rules[] = {
+	{ .name = "auto_stop", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = NULL },
+};
+
 uint64_t
 dt_now(const struct dt_env *e)
 {
@@ -718,6 +724,12 @@ dt_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 				goto fail_keep;
 		}
 	}
+	if (n == 0 && (spec->flags & HS_SPEC_ATTACH)) {
+		/* Attach only: gone (or broken, and deleted above) is not found; create nothing. */
+		snprintf(err, HS_ERR_MAX, "daytona environment '%s' has no sandbox", spec->env_name);
+		s = HS_E_NOTFOUND;
+		goto fail_keep;
+	}
 	if (n == 0 && (s = dt_create(e, spec, err)) != HS_OK)
 		goto fail_keep;
 	if ((s = dt_wait_started(e, err)) != HS_OK)
@@ -761,6 +773,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.summary = "Daytona cloud sandboxes through the Daytona REST API",
 	.caps = HS_CAP_EXEC | HS_CAP_IMAGE | HS_CAP_NETWORK | HS_CAP_LIMITS | HS_CAP_PERSIST | HS_CAP_ISOLATED,
 	.config_keys = dt_keys,
+	.config_rules = dt_rules,
 	.init = dt_init,
 	.fini = dt_fini,
 	.probe = dt_probe,

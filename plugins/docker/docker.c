@@ -38,6 +38,13 @@ static const struct hs_config_key dk_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: privileged may only be switched off, devices only dropped. */
+static const struct hs_config_rule dk_rules[] = {
+	{ .name = "privileged", .order = HS_CORDER_BOOL, .strict_bool = 0 },
+	{ .name = "devices", .order = HS_CORDER_SUBSET },
+	{ .name = NULL },
+};
+
 static int32_t
 dk_init(const struct hs_host_v1 *host, void **state, char *err)
 {
@@ -349,7 +356,12 @@ dk_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 
 	int running = 0, ours = 0;
 	rc = dk_container_inspect(env, &running, &ours, cur_image, sizeof(cur_image), err);
-	if (rc == HS_E_NOTFOUND) {
+	if (rc == HS_E_NOTFOUND && (spec->flags & HS_SPEC_ATTACH)) {
+		/* Attach only: the container is gone; create none, and forget we had it. */
+		snprintf(err, HS_ERR_MAX, "container '%s' is gone", env->name);
+		state_remove(env);
+		goto out;
+	} else if (rc == HS_E_NOTFOUND) {
 		if (!image) {
 			snprintf(err, HS_ERR_MAX, "no image: pass --image IMAGE or set docker.image");
 			rc = HS_E_INVALID;
@@ -513,6 +525,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.caps = HS_CAP_RUNNER | HS_CAP_EXEC | HS_CAP_MOUNTS | HS_CAP_IMAGE | HS_CAP_NETWORK |
 	        HS_CAP_LIMITS | HS_CAP_PERSIST | HS_CAP_FILES | HS_CAP_ISOLATED,
 	.config_keys = dk_keys,
+	.config_rules = dk_rules,
 	.init = dk_init,
 	.fini = dk_fini,
 	.probe = dk_probe,

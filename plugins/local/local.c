@@ -56,6 +56,32 @@ static const struct hs_config_key lo_keys[] = {
 };
 
 /*
+ * Default limits of isolated commands: 4096 processes, and 8 GiB of writable
+ * memory per process.  A build with AddressSanitizer maps terabytes of
+ * shadow memory, so its runner could not start under any data limit: there,
+ * none by default.
+ */
+#define LO_ISOLATION_NPROC 4096
+#if defined(__SANITIZE_ADDRESS__)
+#define LO_ISOLATION_DATA 0
+#else
+#define LO_ISOLATION_DATA (8LL << 30)
+#endif
+
+/* What an admin's lock on each key means: what a user may still do to it. */
+static const char *const lo_isolation_values[] = { "namespaces", "none", NULL };
+static const struct hs_config_rule lo_rules[] = {
+	{ .name = "isolation", .order = HS_CORDER_ENUM, .values = lo_isolation_values },
+	{ .name = "isolation_bind_ro", .order = HS_CORDER_SUBSET, .checks = HS_CCHECK_ABSPATH },
+	{ .name = "isolation_bind_rw", .order = HS_CORDER_SUBSET, .checks = HS_CCHECK_ABSPATH },
+	{ .name = "isolation_nofile", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = "isolation_nproc", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = "isolation_data", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = "shell", .order = HS_CORDER_FIXED, .checks = HS_CCHECK_ABSPATH },
+	{ .name = NULL },
+};
+
+/*
  * hs-isolate is installed next to hs-runner; in the build tree, where
  * hs-runner is runner/hs-runner, it is plugins/local/hs-isolate.
  */
@@ -315,17 +341,21 @@ lo_isolate_start(struct lo_env *env, char *err)
 		argv[n++] = "--memory";
 		argv[n++] = mem;
 	}
-	/* Resource limits from config; the schema gives the defaults, 0 keeps the inherited. */
+	/* Resource limits from config, else these defaults; 0 keeps the inherited. */
 	static const char *const limits[3][2] = {
 		{ "isolation_nofile", "--nofile" }, { "isolation_nproc", "--nproc" },
 		{ "isolation_data", "--data" },
 	};
-	for (int i = 0; i < 3; i++)
-		if (st->host->config_int(st->host->ctx, limits[i][0], &v) == HS_OK && v > 0) {
+	static const int64_t defaults[3] = { 0, LO_ISOLATION_NPROC, LO_ISOLATION_DATA };
+	for (int i = 0; i < 3; i++) {
+		if (st->host->config_int(st->host->ctx, limits[i][0], &v) != HS_OK)
+			v = defaults[i];
+		if (v > 0) {
 			snprintf(lim[i], sizeof(lim[i]), "%lld", (long long)v);
 			argv[n++] = limits[i][1];
 			argv[n++] = lim[i];
 		}
+	}
 	if (env->share_net)
 		argv[n++] = "--share-net";
 	const char *keys[2] = { "isolation_bind_ro", "isolation_bind_rw" };
@@ -436,6 +466,13 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		free(env);
 		return HS_E_INVALID;
 	}
+	/* Attach only: the environment is its runtime directory; no directory, nothing to attach to. */
+	struct stat dst;
+	if ((spec->flags & HS_SPEC_ATTACH) && lstat(env->dir, &dst) < 0 && errno == ENOENT) {
+		snprintf(err, HS_ERR_MAX, "local environment '%s' is gone", spec->env_name);
+		free(env);
+		return HS_E_NOTFOUND;
+	}
 	rc = hsb_private_dir(env->dir, err);
 	if (rc != HS_OK) {
 		free(env);
@@ -444,12 +481,14 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	/* Isolation sticks to a session: one that started isolated stays so. */
 	char sticky[PATH_MAX];
 	int had = lo_sticky_read(env, sticky, sizeof(sticky));
+	if (spec->flags & HS_SPEC_ATTACH)
+		isolated = had; /* attach as it is; runner_stream starts its sandbox on demand */
 	if (isolated || had) {
 		struct hs_env_spec sp = *spec;
 		if (had && !(spec->workdir && *spec->workdir))
 			sp.workdir = sticky;
 		rc = lo_isolated_open(env, &sp, err);
-		if (rc == HS_OK)
+		if (rc == HS_OK && !(spec->flags & HS_SPEC_ATTACH))
 			rc = lo_isolate_start(env, err);
 		if (rc == HS_OK && !had)
 			rc = lo_sticky_write(env, err);
@@ -622,6 +661,7 @@ const struct hs_backend_v1 hs_builtin_local = {
 	.summary = "run commands on this machine through a per-session hs-runner",
 	.caps = HS_CAP_RUNNER | HS_CAP_PERSIST | HS_CAP_FILES,
 	.config_keys = lo_keys,
+	.config_rules = lo_rules,
 	.init = lo_init,
 	.fini = lo_fini,
 	.probe = lo_probe,

@@ -89,8 +89,12 @@ md_direct_open(struct md_env *e, int reattach, char *err)
 		e->st->host->log(e->st->host->ctx, HS_LOG_WARN, "modal: %s", warning);
 	if (reattach && e->sandbox_id[0]) {
 		/* The recorded sandbox still answers: use it; otherwise create a new one. */
-		if (wait_task(e, err) == HS_OK)
+		if ((st = wait_task(e, err)) == HS_OK)
 			goto out;
+		if (e->attach_only) {
+			st = md_attach_gone(e, st, err);
+			goto out;
+		}
 		e->sandbox_id[0] = e->task_id[0] = '\0';
 	}
 	pb_buf_free(&r);

@@ -265,6 +265,8 @@ md_managed_open(struct md_env *e, int reattach, char *err)
 		yajl_tree_free(v);
 		if (alive)
 			return HS_OK;
+		if (e->attach_only)
+			return md_attach_gone(e, st == HS_OK ? HS_E_LOST : st, err);
 		if (st != HS_OK && st != HS_E_NOTFOUND)
 			return st;
 		e->sandbox_id[0] = '\0';

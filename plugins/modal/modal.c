@@ -34,6 +34,12 @@ static const struct hs_config_key md_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: a sandbox may live shorter, never longer. */
+static const struct hs_config_rule md_rules[] = {
+	{ .name = "timeout", .order = HS_CORDER_LESS, .checks = HS_CCHECK_POSITIVE },
+	{ .name = NULL },
+};
+
 static int32_t
 md_init(const struct hs_host_v1 *host, void **state, char *err)
 {
@@ -204,9 +210,15 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	if (spec->cpus_milli > 0)
 		e->milli_cpu = (uint32_t)spec->cpus_milli;
 	snprintf(e->record, sizeof(e->record), "%s/%s", st->host->state_dir, e->env_name);
-	if (spec->flags & HS_SPEC_PERSISTENT)
+	e->attach_only = !!(spec->flags & HS_SPEC_ATTACH);
+	if (spec->flags & (HS_SPEC_PERSISTENT | HS_SPEC_ATTACH))
 		record_load(e);
 	int reattach = e->sandbox_id[0] != '\0';
+	if (e->attach_only && !reattach) {
+		snprintf(err, HS_ERR_MAX, "modal environment '%s' has no recorded sandbox", e->env_name);
+		rc = HS_E_NOTFOUND;
+		goto fail;
+	}
 
 	if (e->managed) {
 		rc = md_managed_open(e, reattach, err);
@@ -247,6 +259,16 @@ fail:
 	explicit_bzero(&e->r, sizeof(e->r));
 	free(e);
 	return rc;
+}
+
+int32_t
+md_attach_gone(struct md_env *e, int32_t st, char *err)
+{
+	if (st != HS_E_NOTFOUND && st != HS_E_LOST)
+		return st;
+	snprintf(err, HS_ERR_MAX, "modal sandbox '%s' of environment '%s' is gone", e->sandbox_id,
+	         e->env_name);
+	return HS_E_NOTFOUND;
 }
 
 char *
@@ -343,6 +365,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.caps = HS_CAP_EXEC | HS_CAP_IMAGE | HS_CAP_NETWORK | HS_CAP_LIMITS | HS_CAP_PERSIST |
 	        HS_CAP_ISOLATED,
 	.config_keys = md_keys,
+	.config_rules = md_rules,
 	.init = md_init,
 	.fini = md_fini,
 	.probe = md_probe,

@@ -31,10 +31,17 @@ struct md_env {
 	char environment[128];     /* Modal environment name, "" for the default */
 	uint32_t timeout_secs, milli_cpu, memory_mb;
 	int block_network;
+	int attach_only;            /* HS_SPEC_ATTACH: never create a sandbox */
 	volatile int cancel;       /* set by cancel() for cur_exec */
 	volatile uint64_t cur_exec;
 	uint64_t drops;            /* output streams resumed after a break (for tests) */
 };
+
+/*
+ * HS_SPEC_ATTACH found the recorded sandbox gone (st: why): HS_E_NOTFOUND
+ * when it is gone for sure, st itself for a failure to ask (modal.c).
+ */
+int32_t md_attach_gone(struct md_env *e, int32_t st, char *err);
 
 /* Direct mode (direct.c: sandbox lifecycle; router.c: commands). */
 int32_t md_direct_open(struct md_env *e, int reattach, char *err);

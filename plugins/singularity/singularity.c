@@ -42,6 +42,12 @@ static const struct hs_config_key sg_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: the pass-through list may only lose names. */
+static const struct hs_config_rule sg_rules[] = {
+	{ .name = "env_passthrough", .order = HS_CORDER_SUBSET, .checks = HS_CCHECK_ENVNAME },
+	{ .name = NULL },
+};
+
 /* ---- Helpers. ---- */
 
 static int
@@ -267,7 +273,7 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	}
 	if (!image || !*image)
 		h->config_string(h->ctx, "image", &image);
-	if (!image || !*image) {
+	if ((!image || !*image) && !(spec->flags & HS_SPEC_ATTACH)) {
 		snprintf(err, HS_ERR_MAX, "no image: pass --image (a SIF file, a sandbox directory or "
 		         "docker://...) or set singularity.image");
 		return HS_E_INVALID;
@@ -289,6 +295,17 @@ sg_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	snprintf(env->rundir, sizeof(env->rundir), "%s/%s", h->runtime_dir, env->name);
 	snprintf(env->shellfile, sizeof(env->shellfile), "%s/%s.shell", h->state_dir, env->name);
 	snprintf(env->logfile, sizeof(env->logfile), "%s/%s.log", h->state_dir, env->name);
+	if (spec->flags & HS_SPEC_ATTACH) {
+		/* Attach only: no running instance, nothing to attach to; start none. */
+		int up = sg_running(st, env->name, err);
+		if (up < 0)
+			return HS_E_UNAVAILABLE;
+		if (up == 0) {
+			snprintf(err, HS_ERR_MAX, "no running instance '%s'", env->name);
+			env->opened = 1; /* close() clears the files the vanished instance left */
+			return HS_E_NOTFOUND;
+		}
+	}
 	rc = hsb_private_dir(env->rundir, err);
 	if (rc != HS_OK)
 		return rc;
@@ -438,6 +455,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.caps = HS_CAP_RUNNER | HS_CAP_MOUNTS | HS_CAP_IMAGE | HS_CAP_NETWORK | HS_CAP_LIMITS |
 	        HS_CAP_PERSIST | HS_CAP_FILES | HS_CAP_ISOLATED,
 	.config_keys = sg_keys,
+	.config_rules = sg_rules,
 	.init = sg_init,
 	.fini = sg_fini,
 	.probe = sg_probe,

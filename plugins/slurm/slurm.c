@@ -45,6 +45,12 @@ static const struct hs_config_key sl_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: sbatch options may only be dropped. */
+static const struct hs_config_rule sl_rules[] = {
+	{ .name = "extra_args", .order = HS_CORDER_SUBSET },
+	{ .name = NULL },
+};
+
 static const char *const sl_prog_names[SL_NPROGS] = { "sbatch", "srun", "squeue", "scancel",
 	                                                   "sbcast", "scontrol" };
 
@@ -375,6 +381,12 @@ sl_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 			         env->rec.job, ji.state);
 		}
 	}
+	if ((spec->flags & HS_SPEC_ATTACH) && !env->rec.job[0]) {
+		/* Attach only: no live job to attach to (and none will be submitted). */
+		snprintf(err, HS_ERR_MAX, "slurm environment '%s' has no running job", env->name);
+		rc = HS_E_NOTFOUND;
+		goto fail;
+	}
 	props->host_access = 1;
 	snprintf(props->host_reason, sizeof(props->host_reason),
 	         "jobs run as this user on cluster nodes, which usually share this machine's file "
@@ -645,6 +657,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.summary = "run commands in Slurm batch jobs on an HPC cluster, through hs-runner",
 	.caps = HS_CAP_RUNNER | HS_CAP_PERSIST | HS_CAP_FILES | HS_CAP_LIMITS | HS_CAP_IMAGE,
 	.config_keys = sl_keys,
+	.config_rules = sl_rules,
 	.init = sl_init,
 	.fini = sl_fini,
 	.probe = sl_probe,

@@ -731,6 +731,21 @@ sx_connect(struct sx_env *env, char *err)
 	char base[64];
 	snprintf(base, sizeof(base), "/tmp/hs-%ld", env->ruid);
 	snprintf(env->rdir, sizeof(env->rdir), "%s/ssh-%s", base, env->env_name);
+	if (env->attach_only && !env->ever_connected) {
+		/* Attach only: no remote directory, no environment; install and create nothing. */
+		char cmd[400], o1[64], e1[400];
+		snprintf(cmd, sizeof(cmd), "[ -d '%s' ] && [ ! -L '%s' ]", env->rdir, env->rdir);
+		rc = sx_run_in(env, cmd, NULL, 0, o1, sizeof(o1), e1, sizeof(e1), &code, err);
+		if (rc == HS_OK && code != 0) {
+			snprintf(err, HS_ERR_MAX, "%s: environment '%s' is gone (no %s)", env->host,
+			         env->env_name, env->rdir);
+			rc = HS_E_NOTFOUND;
+		}
+		if (rc != HS_OK) {
+			sx_drop(env, 0);
+			return rc;
+		}
+	}
 	if ((env->runner_ok || env->oneshot_ok) && !env->sftp && !env->no_sftp &&
 	    !(env->sftp = libssh2_sftp_init(env->s))) {
 		if (sx_transport_err(env->s)) {

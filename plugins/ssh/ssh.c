@@ -43,6 +43,13 @@ static const struct hs_config_key sx_keys[] = {
 	{ NULL, 0, NULL },
 };
 
+/* Under an admin's lock: "accept-new" may be tightened to "strict". */
+static const char *const sx_policies[] = { "strict", "accept-new", NULL };
+static const struct hs_config_rule sx_rules[] = {
+	{ .name = "host_key_policy", .order = HS_CORDER_ENUM, .values = sx_policies },
+	{ .name = NULL },
+};
+
 /* --------------------------------------------------------------- the pump */
 
 void
@@ -659,6 +666,7 @@ sx_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	for (int i = 0; i < SX_MAX_STREAMS; i++)
 		env->streams[i].fd = env->streams[i].errfd = -1;
 	snprintf(env->env_name, sizeof(env->env_name), "%s", spec->env_name);
+	env->attach_only = !!(spec->flags & HS_SPEC_ATTACH);
 	env->idle = spec->runner_idle_s > 0 ? spec->runner_idle_s : 600;
 	if ((rc = sx_config(st, env, err)) != HS_OK) {
 		free(env);
@@ -803,6 +811,7 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.summary = "run commands on a remote host over one libssh2 connection and hs-runner",
 	.caps = HS_CAP_RUNNER | HS_CAP_EXEC | HS_CAP_PERSIST | HS_CAP_FILES | HS_CAP_ISOLATED,
 	.config_keys = sx_keys,
+	.config_rules = sx_rules,
 	.init = sx_init,
 	.fini = sx_fini,
 	.probe = sx_probe,

@@ -59,6 +59,7 @@ struct sx_env {
 	long ruid;
 	int runner_ok, uploaded, ever_connected, no_sftp;
 	int oneshot_ok; /* exec mode under the uploaded `hs-runner --exec` (rrunner) */
+	int attach_only; /* HS_SPEC_ATTACH: the remote directory must exist; create nothing */
 	/* the thread and its job slot */
 	pthread_t thr;
 	int thr_started, quit;

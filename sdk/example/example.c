@@ -9,7 +9,13 @@
  * isolation, no runner), which is enough to show every required part of the
  * ABI: the descriptor, init/fini, probe, open/close, exec with a relative
  * deadline, and a thread-safe cancel.  Its probe uses libhsb (hs/hsb.h),
- * the SDK's helper library, to run a program and capture its output.
+ * the SDK's helper library, to run a program and capture its output.  It
+ * also shows two ABI 1.1 parts: a config key with a rule
+ * (example.max_output: smaller is stricter, so an admin's lock on it is a
+ * ceiling users may only lower), and attach-only open (HS_SPEC_ATTACH),
+ * which hs session close uses: a persistent environment is a marker file in
+ * the state directory, and an attach-only open of one that is gone returns
+ * HS_E_NOTFOUND and creates nothing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +38,8 @@ struct ex_state {
 
 struct ex_env {
 	struct ex_state *st;
+	int64_t max_output;         /* output bytes per command; 0: no limit */
+	char marker[4096];          /* persistent environments: its marker file, else "" */
 	volatile pid_t running;     /* process group of the running exec, or 0 */
 	volatile uint64_t running_id;
 };
@@ -54,6 +63,16 @@ ex_fini(void *state)
 	free(state);
 }
 
+/* example.max_output as the core resolved it (layers, locks); 0 when unset. */
+static int64_t
+ex_max_output(struct ex_state *st)
+{
+	int64_t v = 0;
+	if (st->host->config_int(st->host->ctx, "max_output", &v) != HS_OK || v < 0)
+		v = 0;
+	return v;
+}
+
 static int32_t
 ex_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 {
@@ -68,7 +87,8 @@ ex_probe(void *state, uint32_t flags, struct hs_probe_report *r, char *err)
 	if (!r->ready)
 		snprintf(r->reason, sizeof(r->reason), "'/bin/sh -c \"echo ok\"' does not work here: %.400s",
 		         run.status < 0 ? e : "it did not answer ok");
-	snprintf(r->detail, sizeof(r->detail), "isolation=none");
+	snprintf(r->detail, sizeof(r->detail), "isolation=none\nmax_output=%lld",
+	         (long long)ex_max_output(state));
 	return HS_OK;
 }
 
@@ -82,12 +102,31 @@ ex_open(void *state, const struct hs_env_spec *spec, void **envp,
 		snprintf(err, HS_ERR_MAX, "backend 'example' has no images (asked for '%s')", spec->image);
 		return HS_E_INVALID;
 	}
+	struct ex_state *st = state;
+	char marker[4096] = "";
+	if ((spec->flags & (HS_SPEC_PERSISTENT | HS_SPEC_ATTACH)) && st->host->state_dir)
+		snprintf(marker, sizeof(marker), "%s/%s.env", st->host->state_dir, spec->env_name);
+	if ((spec->flags & HS_SPEC_ATTACH) && (!marker[0] || access(marker, F_OK) != 0)) {
+		snprintf(err, HS_ERR_MAX, "environment '%s' is gone", spec->env_name);
+		return HS_E_NOTFOUND;
+	}
 	env = calloc(1, sizeof(*env));
 	if (!env) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		return HS_E_NOMEM;
 	}
-	env->st = state;
+	env->st = st;
+	env->max_output = ex_max_output(st);
+	snprintf(env->marker, sizeof(env->marker), "%s", marker);
+	if (marker[0] && !(spec->flags & HS_SPEC_ATTACH)) {
+		int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			snprintf(err, HS_ERR_MAX, "cannot create '%s': %s", marker, strerror(errno));
+			free(env);
+			return HS_E_IO;
+		}
+		close(fd);
+	}
 	props->host_access = 1;
 	snprintf(props->host_reason, sizeof(props->host_reason), "commands run directly on the host");
 	snprintf(props->isolation, sizeof(props->isolation), "none");
@@ -97,15 +136,22 @@ ex_open(void *state, const struct hs_env_spec *spec, void **envp,
 	return HS_OK;
 }
 
+/* Pass what fd has to the sink, within *left bytes (-1: no limit). */
 static void
-ex_drain(int fd, int stream, const struct hs_exec_req *req, int *open_)
+ex_drain(int fd, int stream, const struct hs_exec_req *req, int *open_, int64_t *left)
 {
 	char buf[4096];
 	ssize_t n = read(fd, buf, sizeof(buf));
-	if (n > 0)
-		req->sink.write(req->sink.ctx, stream, buf, (uint64_t)n);
-	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+	if (n > 0) {
+		if (*left >= 0 && n > *left)
+			n = (ssize_t)*left;
+		if (*left >= 0)
+			*left -= n;
+		if (n > 0)
+			req->sink.write(req->sink.ctx, stream, buf, (uint64_t)n);
+	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 		*open_ = 0;
+	}
 }
 
 static int32_t
@@ -153,6 +199,7 @@ ex_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 		in[1] = -1;
 	}
 	int open_out = 1, open_err = 1;
+	int64_t left = env->max_output > 0 ? env->max_output : -1;
 	memset(res, 0, sizeof(*res));
 	while (open_out || open_err) {
 		struct pollfd p[3] = { { out[0], POLLIN, 0 }, { errp[0], POLLIN, 0 }, { in[1], POLLOUT, 0 } };
@@ -179,9 +226,9 @@ ex_exec(void *envp, const struct hs_exec_req *req, struct hs_exec_result *res, c
 			}
 		}
 		if (open_out && p[0].revents)
-			ex_drain(out[0], 1, req, &open_out);
+			ex_drain(out[0], 1, req, &open_out, &left);
 		if (open_err && p[1].revents)
-			ex_drain(errp[0], 2, req, &open_err);
+			ex_drain(errp[0], 2, req, &open_err, &left);
 	}
 	if (in[1] >= 0)
 		close(in[1]);
@@ -217,9 +264,23 @@ ex_cancel(void *envp, uint64_t exec_id)
 static int32_t
 ex_close(void *envp, uint32_t flags, char *err)
 {
-	free(envp);
+	struct ex_env *env = envp;
+	if (env && env->marker[0] && !(flags & HS_CLOSE_KEEP))
+		unlink(env->marker);
+	free(env);
 	return HS_OK;
 }
+
+static const struct hs_config_key ex_keys[] = {
+	{ "max_output", HS_CONF_INT, "output bytes passed on per command; 0: no limit" },
+	{ NULL, 0, NULL },
+};
+
+/* ABI 1.1: smaller is stricter, 0 is no limit; an admin's lock is a ceiling. */
+static const struct hs_config_rule ex_rules[] = {
+	{ .name = "max_output", .order = HS_CORDER_LESS_ZERO_MAX },
+	{ .name = NULL },
+};
 
 HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	HS_BACKEND_V1_HEADER,
@@ -227,6 +288,8 @@ HS_BACKEND_EXPORT const struct hs_backend_v1 hs_backend_v1 = {
 	.version = "1.0",
 	.summary = "example backend: runs commands directly on the host",
 	.caps = HS_CAP_EXEC,
+	.config_keys = ex_keys,
+	.config_rules = ex_rules,
 	.init = ex_init,
 	.fini = ex_fini,
 	.probe = ex_probe,

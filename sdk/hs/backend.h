@@ -11,6 +11,12 @@
  * (it includes only <stdint.h>) and is the whole contract; hs-backend(7)
  * explains it with an example.
  *
+ * Versions: 1.0 is the first release.  1.1 appends env_flags and start_dir
+ * to struct hs_env_props and config_rules to struct hs_backend_v1, and adds
+ * the HS_SPEC_ATTACH open flag and struct hs_config_rule; a 1.1 core
+ * loads 1.0 plugins unchanged (it never passes them HS_SPEC_ATTACH).
+ * tests/abi/layout.c pins every field's offset, so a reorder fails the build.
+ *
  * Compatibility rules:
  *  - abi_major must equal the core's; abi_minor must be <= the core's.
  *  - struct_size says how much of the descriptor the plugin filled in; the
@@ -40,7 +46,7 @@ extern "C" {
 #endif
 
 #define HS_ABI_MAJOR 1
-#define HS_ABI_MINOR 0
+#define HS_ABI_MINOR 1
 
 /* Size of every error buffer handed to a plugin op, terminator included. */
 #define HS_ERR_MAX 512
@@ -145,6 +151,38 @@ struct hs_config_key {
 	const char *name;
 	int32_t type; /* enum hs_config_type */
 	const char *doc;
+};
+
+/*
+ * ABI 1.1: what "stricter" means for a key, so that an administrator's lock
+ * on it (hs.conf(5), "locked") is a ceiling later layers may tighten but not
+ * loosen, as for the core's own keys.  A key without a rule is fixed: any
+ * other value loosens it.
+ */
+enum hs_config_order {
+	HS_CORDER_FIXED = 0,         /* any change is a loosening */
+	HS_CORDER_ENUM = 1,          /* a string: one of values[], strictest first */
+	HS_CORDER_LESS = 2,          /* an integer: smaller is stricter */
+	HS_CORDER_LESS_ZERO_MAX = 3, /* an integer: smaller is stricter, 0 means no limit */
+	HS_CORDER_BOOL = 4,          /* a boolean: strict_bool is the strict value */
+	HS_CORDER_SUBSET = 5,        /* a list may only lose entries */
+	HS_CORDER_SUPERSET = 6,      /* a list may only gain entries */
+};
+
+/* Checks on a value beyond its type (hs_config_rule.checks, ABI 1.1). */
+#define HS_CCHECK_ABSPATH  (1u << 0) /* strings and list items are absolute paths */
+#define HS_CCHECK_ENVNAME  (1u << 1) /* list items are environment variable names */
+#define HS_CCHECK_POSITIVE (1u << 2) /* integers are > 0 (otherwise >= 0) */
+#define HS_CCHECK_NONEMPTY (1u << 3) /* strings are not empty */
+
+/* The rule for one key of config_keys (hs_backend_v1.config_rules, ABI 1.1). */
+struct hs_config_rule {
+	const char *name;          /* a name from config_keys */
+	int32_t order;             /* enum hs_config_order */
+	int32_t strict_bool;       /* HS_CORDER_BOOL: the strict value (0 or 1) */
+	const char *const *values; /* HS_CORDER_ENUM: NULL-terminated, strictest first */
+	uint32_t checks;           /* HS_CCHECK_* */
+	uint32_t reserved0;
 };
 
 /* Mount classification, filled by hs_host_v1.assess_mount. */
@@ -264,6 +302,13 @@ struct hs_env_spec {
 
 #define HS_SPEC_PERSISTENT (1u << 0) /* keep across hs processes */
 #define HS_SPEC_ISOLATE    (1u << 1) /* local: isolate with namespaces */
+/*
+ * ABI 1.1: attach to the existing environment env_name only.  When it is
+ * gone, open() returns HS_E_NOTFOUND and creates nothing (no container,
+ * job, sandbox or directory).  The core sets it to tear a session down
+ * (hs session close, gc) and passes it only to plugins of ABI 1.1 or later.
+ */
+#define HS_SPEC_ATTACH     (1u << 2)
 
 /* What an environment really is, filled by open(). */
 struct hs_env_props {
@@ -364,6 +409,10 @@ struct hs_backend_v1 {
 	int32_t (*cancel)(void *env, uint64_t exec_id);
 	/* Tear down (or keep with HS_CLOSE_KEEP); frees env either way.  Safe after a failed open. */
 	int32_t (*close)(void *env, uint32_t flags, char *err);
+
+	/* ABI 1.1 (past a 1.0 plugin's struct_size: read as NULL). */
+	/* How each key of config_keys tightens under a lock; NULL-name terminated, or NULL. */
+	const struct hs_config_rule *config_rules;
 };
 
 /* The header fields, for a designated initializer. */

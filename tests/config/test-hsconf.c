@@ -199,8 +199,8 @@ test_defaults(void **state)
 	assert_int_equal(b, 1);
 	snprintf(want, sizeof(want), "%s/hs/audit.log", f->state);
 	assert_string_equal(str(f, "audit_log"), want);
-	assert_string_equal(str(f, "local.isolation"), "none");
-	assert_string_equal(str(f, "local.shell"), "/bin/bash");
+	/* Backend keys have no core default: the backend's own applies when unset. */
+	assert_int_equal(hs_conf_string(f->c, "local.isolation", &(const char *){ NULL }), 1);
 	assert_int_equal(hs_conf_strings(f->c, "env_passthrough", &list, &n), 0);
 	assert_int_equal(n, 0);
 	assert_null(list[0]);
@@ -384,6 +384,97 @@ test_locked_opaque_and_user_lock(void **state)
 	assert_string_equal(err, "unknown setting 'nonsense'");
 }
 
+/* A plugin's declared rules (ABI 1.1): a lock on its key is a ceiling with an order. */
+static void
+test_plugin_rules(void **state)
+{
+	struct fx *f = *state;
+	static const char *const modes[] = { "strict", "loose", NULL };
+	static const struct hs_config_key keys[] = {
+		{ .name = "limit", .type = HS_CONF_INT, .doc = "a limit" },
+		{ .name = "mode", .type = HS_CONF_STRING, .doc = "a mode" },
+		{ .name = "paths", .type = HS_CONF_STRINGS, .doc = "paths" },
+		{ .name = "label", .type = HS_CONF_STRING, .doc = "no rule: fixed" },
+		{ .name = NULL },
+	};
+	static const struct hs_config_rule rules[] = {
+		{ .name = "limit", .order = HS_CORDER_LESS_ZERO_MAX },
+		{ .name = "mode", .order = HS_CORDER_ENUM, .values = modes },
+		{ .name = "paths", .order = HS_CORDER_SUBSET, .checks = HS_CCHECK_ABSPATH },
+		{ .name = NULL },
+	};
+	static const struct hs_config_rule bad_type[] = {
+		{ .name = "mode", .order = HS_CORDER_LESS }, { .name = NULL },
+	};
+	static const struct hs_config_rule bad_name[] = {
+		{ .name = "nope", .order = HS_CORDER_FIXED }, { .name = NULL },
+	};
+	const char *const *list;
+	size_t n;
+	char err[512], extra[256];
+
+	putf(f, "etc/hs.conf", "plug = { limit = 100; mode = \"strict\"; paths = [ \"/a\", \"/b\" ]; "
+	     "label = \"x\"; };\nlocked = [ \"plug.limit\", \"plug.mode\", \"plug.paths\", "
+	     "\"plug.label\" ];\n");
+	/* The user tightens limit and paths, loosens mode, changes label. */
+	putf(f, "home/.config/hs/hs.conf", "plug = { limit = 50; mode = \"loose\"; paths = [ \"/a\" ]; "
+	     "label = \"y\"; };\n");
+	assert_int_equal(load(f), 0);
+	/* Before the plugin declares them, every locked key holds as fixed. */
+	assert_int_equal(num(f, "plug.limit"), 100);
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
+	/* Tightenings now hold; loosenings and changes of fixed keys do not. */
+	assert_int_equal(num(f, "plug.limit"), 50);
+	origin_is(f, "plug.limit", "home/.config/hs/hs.conf", 1);
+	assert_string_equal(str(f, "plug.mode"), "strict");
+	assert_int_equal(hs_conf_strings(f->c, "plug.paths", &list, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0], "/a");
+	assert_string_equal(str(f, "plug.label"), "x");
+	/* A flag after the declaration is judged by the rule at once. */
+	assert_int_equal(hs_conf_set_cli(f->c, "plug.limit", "0", err, sizeof(err)), 0);
+	assert_int_equal(num(f, "plug.limit"), 50); /* 0 is "no limit": looser */
+	assert_int_equal(hs_conf_set_cli(f->c, "plug.limit", "20", err, sizeof(err)), 0);
+	assert_int_equal(num(f, "plug.limit"), 20);
+	assert_int_equal(hs_conf_allows(f->c, "plug.mode", "loose", err, sizeof(err)), 0);
+	assert_int_equal(hs_conf_allows(f->c, "plug.mode", "strict", err, sizeof(err)), 1);
+	/* Numbers are compared as numbers: 0 is "no limit", above the ceiling of 100. */
+	assert_int_equal(hs_conf_allows(f->c, "plug.limit", "0", err, sizeof(err)), 0);
+	assert_int_equal(hs_conf_allows(f->c, "plug.limit", "100", err, sizeof(err)), 1);
+	assert_int_equal(hs_conf_allows(f->c, "plug.limit", "x", err, sizeof(err)), 0);
+	/* Declared once per section. */
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
+
+	/* Loosenings stay refused after the declaration; an earlier tightening
+	 * holds under a later refused loosening, as for the core's keys. */
+	putf(f, "home/.config/hs/hs.conf", "plug = { limit = 500; paths = [ \"/a\", \"/c\" ]; };\n");
+	assert_int_equal(load(f), 0);
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
+	assert_int_equal(num(f, "plug.limit"), 100);
+	putf(f, "home/.config/hs/hs.conf", "plug = { limit = 30; };\n");
+	snprintf(extra, sizeof(extra), "%s/extra.conf", f->dir);
+	put(extra, 0600, "plug = { limit = 500; };\n");
+	assert_int_equal(load_extra(f, extra), 0);
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), 0);
+	assert_int_equal(num(f, "plug.limit"), 30);
+	assert_int_equal(hs_conf_strings(f->c, "plug.paths", &list, &n), 0);
+	assert_int_equal(n, 2);
+
+	/* Values are checked against the declaration; rules must fit the keys. */
+	putf(f, "home/.config/hs/hs.conf", "plug = { mode = \"bogus\"; };\n");
+	putf(f, "etc/hs.conf", "timeout = 1;\n");
+	assert_int_equal(load(f), 0);
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'plug.mode' must be one of strict, loose (got 'bogus')"));
+	err[0] = '\0';
+	assert_int_equal(hs_conf_declare(f->c, "plug", keys, rules, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'plug.mode' must be one of")); /* and it stays refused */
+	assert_int_equal(hs_conf_rules_check("plug", keys, bad_type, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'mode' (a string) with order 2"));
+	assert_int_equal(hs_conf_rules_check("plug", keys, bad_name, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "rule for 'nope', which is not one of its config_keys"));
+}
+
 static void
 test_refused_files(void **state)
 {
@@ -507,9 +598,8 @@ test_sections(void **state)
 	assert_string_equal(str(f, "daytona.labels.team"), "x");
 	assert_string_equal(str(f, "modal.mode"), "direct");
 	assert_string_equal(hs_conf_origin(f->c, "modal.mode"), "HS_MODAL_MODE");
-	/* The known section warns at load. */
-	snprintf(want, sizeof(want), "unknown key 'local.shel' in %s:6\n", f->user);
-	assert_string_equal(f->warnings, want);
+	/* Backend sections, local's too, are checked when their backend declares its keys. */
+	assert_string_equal(f->warnings, "");
 
 	f->warnings[0] = '\0';
 	assert_int_equal(hs_conf_set_cli(f->c, "docker.memory", "1024", err, sizeof(err)), 0);
@@ -521,7 +611,11 @@ test_sections(void **state)
 	/* Checking again counts but does not repeat the warning. */
 	assert_int_equal(hs_conf_check_section(f->c, "docker", docker_keys), 1);
 	assert_string_equal(f->warnings, want);
-	assert_int_equal(hs_conf_set_cli(f->c, "local.shel", "x", err, sizeof(err)), -1);
+	/* Once a backend declared its keys, a flag naming another key of its section is refused. */
+	assert_int_equal(hs_conf_set_cli(f->c, "docker.hots", "x", err, sizeof(err)), 0);
+	assert_int_equal(hs_conf_declare(f->c, "docker", docker_keys, NULL, err, sizeof(err)), 0);
+	assert_int_equal(hs_conf_set_cli(f->c, "docker.hots", "x", err, sizeof(err)), -1);
+	assert_string_equal(err, "unknown setting 'docker.hots'");
 }
 
 static void
@@ -564,6 +658,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_locked_approval, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locked_list_and_numbers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locked_opaque_and_user_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plugin_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_errors, setup, teardown),
