@@ -407,10 +407,26 @@ static int listen_sock(struct hsr_daemon *d, char *err, size_t errlen)
 			 strerror(errno));
 		return -1;
 	}
+	/*
+	 * Bound and listening under a temporary name first, then renamed into
+	 * place: whoever sees "sock" can connect (no window between bind and
+	 * listen in which a client is refused).
+	 */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	hsr_rundir_sun(d->rd, &sun);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 64) < 0) {
+	size_t sl = strlen(sun.sun_path);
+	if (sl + 4 >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "socket path '%s' too long", d->rd->sock);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	memcpy(sun.sun_path + sl, ".new", 5);
+	unlinkat(d->rd->dirfd, "sock.new", 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 64) < 0 ||
+	    renameat(d->rd->dirfd, "sock.new", d->rd->dirfd, "sock") < 0) {
 		snprintf(err, errlen, "cannot listen on '%s': %s", d->rd->sock, strerror(errno));
+		unlinkat(d->rd->dirfd, "sock.new", 0);
 		if (fd >= 0)
 			close(fd);
 		return -1;
