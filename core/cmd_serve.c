@@ -89,7 +89,7 @@ sess_free(struct sess *ss, int reply)
 	for (int i = 0; i < 2; i++)
 		if (ss->cancel_pipe[i] >= 0)
 			close(ss->cancel_pipe[i]);
-	hs_grants_free(&ss->grants);
+	hs_session_free(&ss->hs);
 	pthread_mutex_destroy(&ss->mu);
 	pthread_cond_destroy(&ss->cv);
 	free(ss);
@@ -149,18 +149,12 @@ handle(struct srv *s, struct req *r)
 			srv_reply_error(s, r->id, "session_exists", "the session is already open here");
 			goto done;
 		}
+		/* A client that names no mode is asked: serve has a client to ask. */
 		const char *am = hs_serve_str(r->root, "approval");
-		int mode = hs_approval_mode_parse(am ? am : "ask");
+		int mode = hs_approval_mode_resolve(s->c, am ? am : "ask", -1);
 		if (mode < 0) {
 			srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
 			goto done;
-		}
-		/* A locked admin mode is a ceiling the client cannot loosen. */
-		const char *conf_mode = NULL;
-		if (hs_conf_locked(s->c->conf, "approval") && hs_conf_string(s->c->conf, "approval", &conf_mode) == 0) {
-			int cm = hs_approval_mode_parse(conf_mode);
-			if (cm >= 0 && mode > cm)
-				mode = cm;
 		}
 		struct sess *ss = calloc(1, sizeof(*ss));
 		if (!ss) {
@@ -169,10 +163,7 @@ handle(struct srv *s, struct req *r)
 		}
 		ss->srv = s;
 		snprintf(ss->name, sizeof(ss->name), "%s", name);
-		ss->mode = mode;
-		yajl_val pv = hs_serve_val(r->root, "persistent");
-		ss->persistent = pv && YAJL_IS_TRUE(pv);
-		ss->lockfd = -1;
+		srv_sess_init(ss, mode, hs_serve_true(r->root, "persistent"));
 		if (pipe2(ss->cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 			free(ss);
 			srv_reply_error(s, r->id, "internal", "cannot create a pipe");
@@ -265,10 +256,6 @@ handle(struct srv *s, struct req *r)
 		}
 		/* "runs" is judged for the request's "approval" mode, else the configured one. */
 		const char *mode = hs_serve_str(r->root, "approval");
-		if (!mode) {
-			mode = "ask";
-			hs_conf_string(s->c->conf, "approval", &mode);
-		}
 		yajl_gen g = srv_reply_ok(r->id);
 		if (hs_check_gen(s->c, command, cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST,
 		                 mode, g) < 0) {
@@ -469,7 +456,7 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		pthread_mutex_lock(&ss->mu);
 		if (!ss->closing)
 			ss->closing = 1;
-		if (ss->running_id && !ss->persistent && write(ss->cancel_pipe[1], "c", 1) < 0) {
+		if (ss->running_id && !ss->hs.persistent && write(ss->cancel_pipe[1], "c", 1) < 0) {
 			/* The pipe is full: a cancel is already pending. */
 		}
 		pthread_cond_broadcast(&ss->cv);
