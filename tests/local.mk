@@ -6,6 +6,17 @@ EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/example.test \
 	tests/core/run-faults.test
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
+# The session and exec pipeline (core/pipeline.c) against the built-in local
+# backend and the real runner, linked with hs's own objects (all but main).
+check_PROGRAMS += tests/core/test-pipeline
+TESTS += tests/core/test-pipeline
+tests_core_test_pipeline_SOURCES = tests/core/test-pipeline.c
+tests_core_test_pipeline_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS) $(CMOCKA_CFLAGS)
+tests_core_test_pipeline_LDADD = $(filter-out core/core_hs-main.$(OBJEXT) core/hs-main.$(OBJEXT),$(core_hs_OBJECTS)) \
+	$(core_hs_LDADD) $(CMOCKA_LIBS)
+EXTRA_tests_core_test_pipeline_DEPENDENCIES = core/hs$(EXEEXT)
+EXTRA_DIST += docs/architecture.md
+
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for
 # flags and HS_* variables, the guard puts back what a host command changed,
 # per-command variables that run code need approval, secrets stay out of /proc.
