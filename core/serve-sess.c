@@ -403,22 +403,35 @@ reply_open(struct sess *ss, struct req *r, unsigned first, unsigned adopted)
 	srv_emit(ss->srv, g);
 }
 
+/*
+ * A failed open: the session is marked closed before the reply goes out, so
+ * a request the client sends after reading it finds no session (rather than
+ * waiting in the queue of a thread that is ending).
+ */
+static void
+open_failed(struct sess *ss, struct req *r, const char *code, const char *msg)
+{
+	pthread_mutex_lock(&ss->mu);
+	ss->closing = 2;
+	pthread_mutex_unlock(&ss->mu);
+	srv_reply_error(ss->srv, r->id, code, msg);
+}
+
 /* Open the session's environment; 0, or -1 after an error reply. */
 static int
 do_open(struct sess *ss, struct req *r)
 {
-	struct srv *s = ss->srv;
 	char err[1024];
 	struct hs_env_spec spec;
 	const char *mounts[32], *what = NULL;
 
 	if (open_spec(ss, r, &spec, mounts, &what) < 0) {
-		srv_reply_error(s, r->id, "invalid_request", what);
+		open_failed(ss, r, "invalid_request", what);
 		return -1;
 	}
 	int oc = hs_session_open(&ss->hs, hs_serve_str(r->root, "backend"), &spec, err, sizeof(err));
 	if (oc != HS_OUTCOME_OK) {
-		srv_reply_error(s, r->id, oc == HS_OUTCOME_FAILED ? "open_failed" : outcome_code(oc), err);
+		open_failed(ss, r, oc == HS_OUTCOME_FAILED ? "open_failed" : outcome_code(oc), err);
 		return -1;
 	}
 	/* Commands a killed client left in the runner become jobs, so their
@@ -578,12 +591,7 @@ do_get(struct sess *ss, struct req *r)
 static int
 do_open_op(struct sess *ss, struct req *r)
 {
-	if (do_open(ss, r) == 0)
-		return 0;
-	pthread_mutex_lock(&ss->mu);
-	ss->closing = 2;
-	pthread_mutex_unlock(&ss->mu);
-	return 1;
+	return do_open(ss, r) < 0;
 }
 
 /* The ops a session thread runs, in order; each returns 1 when the thread ends. */
@@ -649,6 +657,27 @@ next_req(struct sess *ss)
 	return r;
 }
 
+/* Answer what was queued before the session closed (a client that did not wait for the reply). */
+static void
+drain_closed(struct sess *ss)
+{
+	pthread_mutex_lock(&ss->mu);
+	struct req *r = ss->head;
+	ss->head = ss->tail = NULL;
+	ss->n_reqs = 0;
+	pthread_mutex_unlock(&ss->mu);
+	while (r) {
+		struct req *next = r->next;
+		pthread_mutex_lock(&ss->srv->mu);
+		ss->srv->req_bytes -= r->size;
+		pthread_mutex_unlock(&ss->srv->mu);
+		srv_reply_error(ss->srv, r->id, "no_session", "the session was closed");
+		yajl_tree_free(r->root);
+		free(r);
+		r = next;
+	}
+}
+
 void *
 srv_worker(void *arg)
 {
@@ -663,8 +692,10 @@ srv_worker(void *arg)
 		int end = run_op(ss, r);
 		yajl_tree_free(r->root);
 		free(r);
-		if (end)
+		if (end) {
+			drain_closed(ss);
 			break;
+		}
 	}
 	return NULL;
 }
