@@ -223,6 +223,9 @@ test_ask_and_session_grant(void **state)
 	/* A command may narrow the mode, never widen it. */
 	assert_int_equal(run(&s, "git push --force origin other", "deny", &res), HS_OUTCOME_DENIED);
 	assert_int_equal(asked, 2);
+	answer = HS_DECIDE_DENY;
+	assert_int_equal(run(&s, "git reset --hard", "approve", &res), HS_OUTCOME_DENIED);
+	assert_int_equal(asked, 3); /* "approve" asked of an ask session: still asked */
 	assert_int_equal(run(&s, "echo x", "bogus", &res), HS_OUTCOME_INVALID);
 	hs_session_close(&s, 0, NULL, 0);
 	hs_session_free(&s);
