@@ -286,9 +286,9 @@ decide_host_findings(struct hs_core *c, const struct hs_gate *g, struct hs_analy
 		ok = 0;
 		out->decision = "deny";
 		out->approver = "mode:approve";
-		snprintf(out->why, sizeof(out->why), "denied: %s; approve mode never grants the host root, "
-		         "the docker socket or a privileged container (use --approval ask on a terminal)",
-		         an->findings[0].description);
+		snprintf(out->why, sizeof(out->why), "denied: %s (%s); approve mode never grants the host "
+		         "root, the docker socket or a privileged container (use --approval ask on a terminal)",
+		         an->findings[0].description, an->findings[0].rule_id);
 	} else {
 		if (critical && mg.mode == HS_APPROVAL_APPROVE)
 			mg.mode = HS_APPROVAL_ASK;
