@@ -227,12 +227,12 @@ run_exec(struct hs_session *s, struct hs_run_io *io)
 	io->cmd.stdin_pipe = sink.input_fd >= 0;
 	io->cmd.running = run_signals;
 	int oc = hs_session_exec(s, &io->cmd, &sink, &res);
+	if (res.restored)
+		hs_warn("the command changed %u of hs's own files; they were put back", res.restored);
 	if (oc != HS_OUTCOME_OK) {
 		hs_die_msg("%s%s", oc == HS_OUTCOME_INVALID ? "--env: " : "", res.why);
 		return outcome_exit(oc);
 	}
-	if (res.restored)
-		hs_warn("the command changed %u of hs's own files; they were put back", res.restored);
 	if (io->rs.json)
 		run_json(&res, &io->rs);
 	if (res.out.timed_out) {
