@@ -267,6 +267,47 @@ hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct hs_an
 		hs_warn("audit log: %s; the command's exit was not recorded", err);
 }
 
+/*
+ * Decide findings only a backend or a mount spec can show (no command was
+ * analysed), and audit the decision before anything is created: a critical
+ * one (the host root, the docker socket, a privileged container) is never
+ * granted by approve mode, only by a person.  Returns 1 to go on, 0 refused.
+ */
+static int
+decide_host_findings(struct hs_core *c, const struct hs_gate *g, struct hs_analysis *an,
+                     int critical, struct hs_approval_out *out)
+{
+	struct hs_gate mg = *g;
+	int ok;
+
+	an->verdict = HS_VERDICT_ASK;
+	if (critical && mg.mode == HS_APPROVAL_APPROVE && !mg.asker) {
+		/* Only a person may hand over the host: approve mode is not enough. */
+		ok = 0;
+		out->decision = "deny";
+		out->approver = "mode:approve";
+		snprintf(out->why, sizeof(out->why), "denied: %s (%s); approve mode never grants the host "
+		         "root, the docker socket or a privileged container (use --approval ask on a terminal)",
+		         an->findings[0].description, an->findings[0].rule_id);
+	} else {
+		if (critical && mg.mode == HS_APPROVAL_APPROVE)
+			mg.mode = HS_APPROVAL_ASK;
+		ok = hs_approval_decide(c, mg.mode, mg.command, an, mg.grants, mg.asker, out);
+	}
+	char err[512];
+	if (audit(c, &mg, an, out, 0, 0, 0, err, sizeof(err)) < 0) {
+		if (!ok)
+			hs_warn("audit log: %s", err);
+		else {
+			out->decision = "error";
+			snprintf(out->why, sizeof(out->why), "not opened: %s "
+			         "(fix the audit log, or set audit = false)", err);
+			ok = 0;
+		}
+	}
+	return ok;
+}
+
 int
 hs_approval_mounts(struct hs_core *c, const struct hs_gate *g, const char *const *mounts, size_t n,
                    struct hs_approval_out *out)
@@ -300,7 +341,6 @@ hs_approval_mounts(struct hs_core *c, const struct hs_gate *g, const char *const
 	}
 	if (!an.n_findings)
 		return 1;
-	an.verdict = HS_VERDICT_ASK;
 	struct hs_gate mg = *g;
 	char joined[1024];
 	size_t o = 0;
@@ -308,31 +348,59 @@ hs_approval_mounts(struct hs_core *c, const struct hs_gate *g, const char *const
 	for (size_t i = 0; i < n && o < sizeof(joined); i++)
 		o += (size_t)snprintf(joined + o, sizeof(joined) - o, "%s-v %s", i ? " " : "", mounts[i]);
 	mg.command = joined;
-	int ok;
-	if (critical && mg.mode == HS_APPROVAL_APPROVE && !mg.asker) {
-		/* Only a person may hand over the host: approve mode is not enough. */
-		ok = 0;
-		out->decision = "deny";
-		out->approver = "mode:approve";
-		snprintf(out->why, sizeof(out->why), "denied: %s; approve mode never grants the host root "
-		         "or the docker socket (use --approval ask on a terminal)", an.findings[0].description);
-	} else {
-		if (critical && mg.mode == HS_APPROVAL_APPROVE)
-			mg.mode = HS_APPROVAL_ASK;
-		ok = hs_approval_decide(c, mg.mode, joined, &an, mg.grants, mg.asker, out);
-	}
-	char err[512];
-	if (audit(c, &mg, &an, out, 0, 0, 0, err, sizeof(err)) < 0) {
-		if (!ok)
+	return decide_host_findings(c, &mg, &an, critical, out);
+}
+
+int
+hs_approval_risk(struct hs_core *c, const struct hs_gate *g, const struct hs_risk *risk,
+                 struct hs_approval_out *out)
+{
+	struct hs_analysis an;
+	const char *desc = risk->description ? risk->description : risk->rule_id;
+
+	memset(&an, 0, sizeof(an));
+	out->why[0] = '\0';
+	out->decision = "auto";
+	out->approver = "policy";
+	struct hs_finding *f = &an.findings[an.n_findings++];
+	snprintf(f->rule_id, sizeof(f->rule_id), "%s", risk->rule_id ? risk->rule_id : "backend.risk");
+	snprintf(f->description, sizeof(f->description), "%s", desc);
+	snprintf(f->argv_norm, sizeof(f->argv_norm), "risk %s", f->rule_id);
+	f->host_scope = 1;
+	f->hardline = risk->hardline != 0;
+	struct hs_gate mg = *g;
+	mg.command = desc;
+	if (risk->hardline) {
+		char err[512];
+		an.verdict = HS_VERDICT_DENY;
+		hs_approval_decide(c, mg.mode, mg.command, &an, NULL, NULL, out);
+		if (audit(c, &mg, &an, out, 0, 0, 0, err, sizeof(err)) < 0)
 			hs_warn("audit log: %s", err);
-		else {
-			out->decision = "error";
-			snprintf(out->why, sizeof(out->why), "not opened: %s "
-			         "(fix the audit log, or set audit = false)", err);
-			ok = 0;
-		}
+		return 0;
 	}
-	return ok;
+	return decide_host_findings(c, &mg, &an, risk->critical != 0, out);
+}
+
+int
+hs_approval_mode_resolve(struct hs_core *c, const char *requested, int ceiling)
+{
+	const char *s = requested, *locked = NULL;
+	if (!s) {
+		s = "ask";
+		hs_conf_string(c->conf, "approval", &s);
+	}
+	int m = hs_approval_mode_parse(s);
+	if (m < 0)
+		return -1;
+	/* A locked admin mode is a ceiling nobody below it can loosen. */
+	if (hs_conf_locked(c->conf, "approval") && hs_conf_string(c->conf, "approval", &locked) == 0) {
+		int lm = hs_approval_mode_parse(locked);
+		if (lm >= 0 && m > lm)
+			m = lm;
+	}
+	if (ceiling >= 0 && m > ceiling)
+		m = ceiling;
+	return m;
 }
 
 static int

@@ -11,6 +11,8 @@
 #include "core/safety/prompt.h"
 #include "core/safety/safety.h"
 
+#include <hs/backend.h>
+
 struct hs_core;
 struct hs_redactor;
 
@@ -100,6 +102,22 @@ void hs_approval_audit(struct hs_core *c, const struct hs_gate *g, const struct 
  */
 int hs_approval_mounts(struct hs_core *c, const struct hs_gate *g, const char *const *mounts,
                        size_t n, struct hs_approval_out *out);
+
+/*
+ * Put a risk only a backend can see (a privileged container, host pid) to
+ * the same decision as a host mount, under g's mode, grants and asker:
+ * hardline is never granted; a critical risk never by approve mode alone.
+ * The decision is audited.  Returns 1 to go on, 0 refused (out->why).
+ */
+int hs_approval_risk(struct hs_core *c, const struct hs_gate *g, const struct hs_risk *risk,
+                     struct hs_approval_out *out);
+
+/*
+ * The effective approval mode: requested (NULL: the configured one, else
+ * ask), never looser than a locked admin setting nor than ceiling (-1:
+ * none).  Returns the mode, or -1 when requested is not a mode.
+ */
+int hs_approval_mode_resolve(struct hs_core *c, const char *requested, int ceiling);
 
 /* The tty asker (reads /dev/tty); NULL when there is no controlling terminal. */
 const struct hs_asker *hs_approval_tty(void);

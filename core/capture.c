@@ -131,7 +131,8 @@ hs_capture_free(struct hs_capture *c)
 }
 
 void
-hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capture cap[3])
+hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capture cap[3],
+                       unsigned restored)
 {
 	int trunc = 0;
 	hs_json_kint(g, "exit_code", res->timed_out ? HS_EXIT_TIMEOUT : res->exit_code);
@@ -149,4 +150,5 @@ hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capt
 	hs_json_kint(g, "stdout_dropped", (long long)cap[1].dropped);
 	hs_json_kint(g, "stderr_dropped", (long long)cap[2].dropped);
 	hs_json_kint(g, "duration_ms", res->duration_ms);
+	hs_json_kint(g, "hs_files_restored", restored);
 }

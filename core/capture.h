@@ -40,8 +40,10 @@ struct hs_exec_out;
  * An exec's result as JSON fields into an open map, for `hs run --json` and
  * serve's exec reply: exit_code, stdout and stderr (cap[1], cap[2]: head and
  * tail, with the gaps the runner reported recorded first), timed_out,
- * cancelled, truncated, the dropped counts and duration_ms.
+ * cancelled, truncated, the dropped counts, duration_ms and hs_files_restored
+ * (restored: hs's own files the command changed and hs put back).
  */
-void hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capture cap[3]);
+void hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capture cap[3],
+                            unsigned restored);
 
 #endif /* HS_CAPTURE_H */

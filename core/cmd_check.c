@@ -14,6 +14,7 @@
 #include "core/core.h"
 #include "core/hsconf.h"
 #include "core/json.h"
+#include "core/pipeline.h"
 #include "core/safety/mounts.h"
 #include "core/safety/safety.h"
 
@@ -42,7 +43,7 @@ hs_check_gen(struct hs_core *c, const char *command, int context, const char *mo
 {
 	char err[1024];
 	struct hs_policy *pol = hs_core_policy(c, err, sizeof(err));
-	int m = hs_approval_mode_parse(mode);
+	int m = hs_approval_mode_resolve(c, mode, -1);
 	struct hs_analysis a;
 	struct hs_approval_out dec;
 
@@ -53,16 +54,7 @@ hs_check_gen(struct hs_core *c, const char *command, int context, const char *mo
 	 * allow list included, minus the prompt. */
 	int runs = hs_approval_decide(c, m, command, &a, NULL, NULL, &dec);
 	hs_json_kstr(g, "verdict", hs_verdict_name(a.verdict));
-	hs_json_key(g, "rules");
-	yajl_gen_array_open(g);
-	for (size_t i = 0; i < a.n_findings; i++) {
-		yajl_gen_map_open(g);
-		hs_json_kstr(g, "id", a.findings[i].rule_id);
-		hs_json_kstr(g, "severity", a.findings[i].hardline ? "hardline" : "dangerous");
-		hs_json_kstr(g, "description", a.findings[i].description);
-		yajl_gen_map_close(g);
-	}
-	yajl_gen_array_close(g);
+	hs_rules_json(g, &a);
 	if (a.opaque)
 		hs_json_kstr(g, "opaque", a.opaque_reason);
 	hs_json_kstr(g, "approval", hs_approval_mode_name(m));
@@ -159,7 +151,7 @@ hs_cmd_check(struct hs_core *c, int argc, char **argv)
 			printf("  %s (%s): %s\n", a.findings[i].rule_id,
 			       a.findings[i].hardline ? "hardline" : "dangerous", a.findings[i].description);
 		if (show_mode) {
-			int runs = hs_approval_decide(c, hs_approval_mode_parse(mode_s), command, &a, NULL, NULL, &dec);
+			int runs = hs_approval_decide(c, hs_approval_mode_resolve(c, mode_s, -1), command, &a, NULL, NULL, &dec);
 			printf("approval %s: %s%s%s\n", mode_s, runs ? "runs" : "does not run",
 			       runs ? "" : " - ", runs ? "" : dec.why);
 		}

@@ -23,6 +23,7 @@
 #include "core/hsconf.h"
 #include "core/json.h"
 #include "core/safety/redact.h"
+#include "core/pipeline.h"
 #include "core/session.h"
 
 extern char **environ;
@@ -174,6 +175,109 @@ usage(FILE *f)
 	        "approval; 130 cancelled with Ctrl-C; 125 hs or backend failure.\n");
 }
 
+/* What one `hs run` carries through the pipeline. */
+struct hs_run_io {
+	struct hs_cmd_req cmd;
+	struct run_sink rs;
+};
+
+/* Ctrl-C, TERM and HUP cancel the command once it runs (not while a prompt waits). */
+static void
+run_signals(void *ctx, int on)
+{
+	struct sigaction sa = { .sa_handler = on ? on_sigint : SIG_DFL };
+	if (!on)
+		return;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* The exit status of an open or exec outcome that is not OK. */
+static int
+outcome_exit(int oc)
+{
+	return oc == HS_OUTCOME_DENIED ? HS_EXIT_DENIED : HS_EXIT_FAIL;
+}
+
+/* Print the --json result. */
+static void
+run_json(const struct hs_cmd_result *res, struct run_sink *rs)
+{
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	hs_capture_json_result(g, &res->out, rs->cap, res->restored);
+	yajl_gen_map_close(g);
+	hs_json_emit(g, 1);
+}
+
+/* Run io->cmd in an open session; the exit status. */
+static int
+run_exec(struct hs_session *s, struct hs_run_io *io)
+{
+	struct hs_cmd_result res;
+	struct hs_sink_ops sink = {
+		.ctx = &io->rs,
+		.output = run_output,
+		.input = run_input,
+		.input_fd = isatty(0) ? -1 : 0,
+		.cancelled = run_cancelled,
+		.cancel_fd = cancel_pipe[0],
+	};
+	io->cmd.stdin_pipe = sink.input_fd >= 0;
+	io->cmd.running = run_signals;
+	int oc = hs_session_exec(s, &io->cmd, &sink, &res);
+	if (res.restored)
+		hs_warn("the command changed %u of hs's own files; they were put back", res.restored);
+	if (oc != HS_OUTCOME_OK) {
+		hs_die_msg("%s%s", oc == HS_OUTCOME_INVALID ? "--env: " : "", res.why);
+		return outcome_exit(oc);
+	}
+	if (io->rs.json)
+		run_json(&res, &io->rs);
+	if (res.out.timed_out) {
+		hs_die_msg("command timed out after %lld s", (long long)res.timeout_s);
+		return HS_EXIT_TIMEOUT;
+	}
+	if (res.out.cancelled)
+		return io->rs.write_failed ? 141 : 130;
+	return res.out.exit_code;
+}
+
+/* Open the session (ephemeral when name is NULL), run the command, close. */
+static int
+run_in_session(struct hs_core *c, const char *name, const char *backend, struct hs_env_spec *spec,
+               struct hs_run_io *io)
+{
+	struct hs_session s;
+	char err[1024];
+	int mode = hs_approval_mode_resolve(c, NULL, -1), rc;
+
+	hs_session_init(&s, c, name, name != NULL, mode,
+	                mode == HS_APPROVAL_ASK ? hs_approval_tty() : NULL);
+	s.caller_cwd = 1;
+	int oc = hs_session_open(&s, backend, spec, err, sizeof(err));
+	if (oc != HS_OUTCOME_OK) {
+		hs_die_msg("%s", err);
+		hs_session_free(&s);
+		return oc == HS_OUTCOME_INVALID ? HS_EXIT_USAGE : outcome_exit(oc);
+	}
+	io->rs.json = io->cmd.bounded;
+	for (int i = 1; io->rs.json && i <= 2; i++)
+		hs_capture_init(&io->rs.cap[i], (size_t)s.lim.output_limit);
+	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		hs_die_msg("cannot create a pipe: %s", strerror(errno));
+		rc = HS_EXIT_FAIL;
+	} else {
+		rc = run_exec(&s, io);
+	}
+	for (int i = 1; io->rs.json && i <= 2; i++)
+		hs_capture_free(&io->rs.cap[i]);
+	hs_session_close(&s, name != NULL, NULL, 0);
+	hs_session_free(&s);
+	return rc;
+}
+
 
 int
 hs_cmd_run(struct hs_core *c, int argc, char **argv)
@@ -277,200 +381,10 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	if (!spec.workdir)
 		hs_conf_string(c->conf, "workspace", &spec.workdir);
 
-	const char *mode_s = "ask";
-	hs_conf_string(c->conf, "approval", &mode_s);
-	int mode = hs_approval_mode_parse(mode_s);
-	int64_t timeout = 0, max_timeout = 0, limit = 1 << 20, grace = 2000;
-	hs_conf_int(c->conf, "timeout", &timeout);
-	hs_conf_int(c->conf, "max_timeout", &max_timeout);
-	hs_conf_int(c->conf, "output_limit", &limit);
-	hs_conf_int(c->conf, "kill_grace_ms", &grace);
-	if (max_timeout > 0 && (timeout == 0 || timeout > max_timeout))
-		timeout = max_timeout;
-
-	/* Host access through mounts is approved before any environment exists. */
-	const char *conf_backend = "local";
-	hs_conf_string(c->conf, "backend", &conf_backend);
-	struct hs_grants grants = { 0 };
-	struct hs_gate mgate = {
-		.session = session,
-		.backend = backend ? backend : conf_backend,
-		.mode = mode,
-		.grants = &grants,
-		.asker = mode == HS_APPROVAL_ASK ? hs_approval_tty() : NULL,
-	};
-	struct hs_approval_out mverdict;
-	if (!hs_approval_mounts(c, &mgate, mounts, n_mounts, &mverdict)) {
-		hs_die_msg("%s", mverdict.why);
-		hs_grants_free(&grants);
-		free(command);
-		return strcmp(mverdict.decision, "invalid") == 0 ? HS_EXIT_USAGE
-		       : strcmp(mverdict.decision, "error") == 0 ? HS_EXIT_FAIL : HS_EXIT_DENIED;
-	}
-
-	struct hs_conn cn;
-	struct hs_record rec;
-	struct hs_session_req req = { .name = session, .backend = backend, .spec = &spec,
-	                              .persistent = session != NULL };
-	int lockfd = hs_session_begin(c, &req, &cn, &rec, err, sizeof(err));
-	if (lockfd == -1) {
-		hs_die_msg("%s", err);
-		hs_grants_free(&grants);
-		free(command);
-		/* A backend refuses a risk only it could see (a host-binding volume, say). */
-		return cn.open_status == HS_E_DENIED ? HS_EXIT_DENIED : HS_EXIT_FAIL;
-	}
-
-	struct hs_envlist env;
-	const char *const *pass = NULL;
-	size_t n_pass = 0;
-	const char *bad = NULL;
-	char *gate_cmd = NULL;
-	hs_conf_strings(c->conf, "env_passthrough", &pass, &n_pass);
-	if (hs_env_build(&env, environ, pass, n_pass, sets, n_sets, cn.merge_env, &bad) < 0) {
-		if (bad)
-			hs_die_msg("--env: '%s' is not NAME=VALUE (and HS_* names are reserved)", bad);
-		else
-			hs_die_msg("out of memory");
-		goto out;
-	}
-
-	/* The safety verdict: a sandbox with host access counts as the host. */
-	struct hs_policy *pol = hs_core_policy(c, err, sizeof(err));
-	if (!pol) {
-		hs_die_msg("%s", err);
-		hs_env_free(&env);
-		goto out;
-	}
-	struct hs_redactor *red = NULL;
-	if (env.n_secrets)
-		hs_redactor_new(&red, (const char *const *)env.secrets, env.n_secrets);
-	/* -e variables are judged with the command: BASH_ENV=x runs code too. */
-	gate_cmd = hs_env_gate_command(sets, n_sets, command);
-	if (!gate_cmd) {
-		hs_die_msg("out of memory");
-		hs_redactor_free(red);
-		hs_env_free(&env);
-		goto out;
-	}
-	struct hs_gate gate = {
-		.session = session,
-		.backend = cn.be->plugin.name,
-		.command = gate_cmd,
-		.host = cn.props.host_access,
-		.mode = mode,
-		.grants = &grants,
-		.asker = mgate.asker,
-		.redact = red,
-	};
-	struct hs_analysis an;
-	struct hs_approval_out verdict;
-	int allowed = hs_approval_gate(c, pol, &gate, &an, &verdict);
-	if (!allowed) {
-		hs_die_msg("%s", verdict.why);
-		hs_redactor_free(red);
-		hs_env_free(&env);
-		rc = strcmp(verdict.decision, "error") == 0 ? HS_EXIT_FAIL : HS_EXIT_DENIED;
-		goto out;
-	}
-
-	struct run_sink rs = { .json = json };
-	if (json) {
-		for (int s = 1; s <= 2; s++)
-			hs_capture_init(&rs.cap[s], (size_t)limit);
-	}
-	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		hs_die_msg("cannot create a pipe: %s", strerror(errno));
-		hs_redactor_free(red);
-		hs_env_free(&env);
-		goto out;
-	}
-	struct sigaction sa = { .sa_handler = on_sigint };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
-	char here[4096];
-	int local = strcmp(cn.be->plugin.name, "local") == 0;
-	const char *start_dir = NULL;
-	/* An isolated sandbox sees only its workspace: commands start there, or
-	 * where the session's shell state puts them. */
-	if (local && strcmp(cn.props.isolation, "namespaces") == 0) {
-		if (spec.workdir && realpath(spec.workdir, here))
-			start_dir = here;
-	} else if (local && getcwd(here, sizeof(here)))
-		start_dir = here;
-	struct hs_sink_ops sink = {
-		.ctx = &rs,
-		.output = run_output,
-		.input = run_input,
-		.input_fd = isatty(0) ? -1 : 0,
-		.cancelled = run_cancelled,
-		.cancel_fd = cancel_pipe[0],
-	};
-	struct hs_exec_opts eo = {
-		.command = command,
-		.cwd = cwd,
-		.start_dir = start_dir,
-		.envp = env.v,
-		.deadline_ms = timeout * 1000,
-		.grace_ms = grace,
-		.head_bytes = json ? (uint64_t)limit / 2 : 0,
-		.tail_bytes = json ? (uint64_t)limit / 2 : 0,
-		.stdin_pipe = sink.input_fd >= 0,
-		.keep_state = session != NULL,
-		.secrets = env.secrets,
-		.n_secrets = env.n_secrets,
-	};
-	struct hs_exec_out res;
-	unsigned restored = 0;
-	int exec_rc = hs_guard_begin(c, session, gate.backend, cn.snapshot, err, sizeof(err));
-	if (exec_rc == 0) {
-		exec_rc = hs_conn_exec(&cn, &eo, &sink, &res, err, sizeof(err));
-		/* hs wrote the session's snapshot itself unless the command was stopped. */
-		int saved = exec_rc == 0 && eo.keep_state && !res.timed_out && !res.cancelled;
-		char gerr[1024];
-		if (hs_guard_end(c, session, gate.backend, cn.snapshot, saved, &restored, gerr,
-		                 sizeof(gerr)) < 0 && exec_rc == 0) {
-			snprintf(err, sizeof(err), "%s", gerr);
-			exec_rc = -1;
-		}
-		if (restored)
-			hs_warn("the command changed %u of hs's own files; they were put back", restored);
-	}
-	hs_approval_audit(c, &gate, &an, &verdict, 1,
-	                       exec_rc < 0 ? HS_EXIT_FAIL : res.timed_out ? HS_EXIT_TIMEOUT : res.exit_code,
-	                       res.duration_ms);
-	hs_redactor_free(red);
-	hs_env_free(&env);
-	if (exec_rc < 0) {
-		hs_die_msg("%s", err);
-		for (int s = 1; json && s <= 2; s++)
-			hs_capture_free(&rs.cap[s]);
-		goto out;
-	}
-	if (json) {
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		hs_capture_json_result(g, &res, rs.cap);
-		hs_json_kint(g, "hs_files_restored", restored);
-		yajl_gen_map_close(g);
-		hs_json_emit(g, 1);
-		for (int s = 1; s <= 2; s++)
-			hs_capture_free(&rs.cap[s]);
-	}
-	if (res.timed_out) {
-		hs_die_msg("command timed out after %lld s", (long long)timeout);
-		rc = HS_EXIT_TIMEOUT;
-	} else if (res.cancelled) {
-		rc = rs.write_failed ? 141 : 130;
-	} else {
-		rc = res.exit_code;
-	}
-out:
-	hs_session_end(&cn, lockfd, session == NULL);
-	hs_grants_free(&grants);
-	free(gate_cmd);
+	struct hs_run_io io = { .cmd = { .command = command, .sets = sets, .n_sets = n_sets,
+	                                 .cwd = cwd, .timeout_s = -1, .bounded = json,
+	                                 .keep_state = session != NULL } };
+	rc = run_in_session(c, session, backend, &spec, &io);
 	free(command);
 	return rc;
 }

@@ -44,17 +44,19 @@ find_session(struct srv *s, const char *name)
 	return ss;
 }
 
-/* Hand r to ss's thread; 0, or -1 (r untouched) when too much is waiting already. */
+/* Hand r to ss's thread; 0, or (r untouched) -1 when too much is waiting already, -2 when it is closed. */
 static int
 enqueue(struct sess *ss, struct req *r)
 {
 	struct srv *s = ss->srv;
 	pthread_mutex_lock(&s->mu);
 	pthread_mutex_lock(&ss->mu);
-	if (ss->n_reqs >= SRV_SESS_REQS_MAX || s->req_bytes + r->size > SRV_REQ_BYTES_MAX) {
+	/* Closed (or failed to open) since it was found: its thread takes nothing more. */
+	int full = ss->n_reqs >= SRV_SESS_REQS_MAX || s->req_bytes + r->size > SRV_REQ_BYTES_MAX;
+	if (ss->closing == 2 || full) {
 		pthread_mutex_unlock(&ss->mu);
 		pthread_mutex_unlock(&s->mu);
-		return -1;
+		return full ? -1 : -2;
 	}
 	s->req_bytes += r->size;
 	ss->n_reqs++;
@@ -89,7 +91,7 @@ sess_free(struct sess *ss, int reply)
 	for (int i = 0; i < 2; i++)
 		if (ss->cancel_pipe[i] >= 0)
 			close(ss->cancel_pipe[i]);
-	hs_grants_free(&ss->grants);
+	hs_session_free(&ss->hs);
 	pthread_mutex_destroy(&ss->mu);
 	pthread_cond_destroy(&ss->cv);
 	free(ss);
@@ -127,172 +129,220 @@ reap_closed(struct srv *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Each op returns 1 when it kept r (queued to a session), else 0 (r is freed). */
+static int
+op_hello(struct srv *s, struct req *r, const char *name)
+{
+	yajl_gen g = srv_reply_ok(r->id);
+	hs_json_kstr(g, "server", "hs " PACKAGE_VERSION);
+	hs_json_kint(g, "protocol", 1);
+	yajl_gen_map_close(g);
+	srv_emit(s, g);
+	return 0;
+}
+
+/* A new session and its thread, which runs r (the open) first. */
+static int
+op_open(struct srv *s, struct req *r, const char *name)
+{
+	if (!name || !hs_session_name_valid(name)) {
+		srv_reply_error(s, r->id, "invalid_request", "open needs a valid \"session\" name");
+		return 0;
+	}
+	if (find_session(s, name)) {
+		srv_reply_error(s, r->id, "session_exists", "the session is already open here");
+		return 0;
+	}
+	/* A client that names no mode is asked: serve has a client to ask. */
+	const char *am = hs_serve_str(r->root, "approval");
+	int mode = hs_approval_mode_resolve(s->c, am ? am : "ask", -1);
+	if (mode < 0) {
+		srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
+		return 0;
+	}
+	struct sess *ss = calloc(1, sizeof(*ss));
+	if (!ss) {
+		srv_reply_error(s, r->id, "internal", "out of memory");
+		return 0;
+	}
+	ss->srv = s;
+	snprintf(ss->name, sizeof(ss->name), "%s", name);
+	srv_sess_init(ss, mode, hs_serve_true(r->root, "persistent"));
+	if (pipe2(ss->cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(ss);
+		srv_reply_error(s, r->id, "internal", "cannot create a pipe");
+		return 0;
+	}
+	pthread_mutex_init(&ss->mu, NULL);
+	pthread_cond_init(&ss->cv, NULL);
+	ss->head = ss->tail = r;
+	ss->n_reqs = 1;
+	pthread_mutex_lock(&s->mu);
+	s->req_bytes += r->size;
+	pthread_mutex_unlock(&s->mu);
+	if (pthread_create(&ss->thread, NULL, srv_worker, ss) != 0) {
+		srv_reply_error(s, r->id, "internal", "cannot start a session thread");
+		pthread_mutex_lock(&s->mu);
+		s->req_bytes -= r->size;
+		pthread_mutex_unlock(&s->mu);
+		ss->head = NULL;
+		sess_free(ss, 0);
+		return 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	ss->next = s->sessions;
+	s->sessions = ss;
+	pthread_mutex_unlock(&s->mu);
+	return 1;
+}
+
+/* exec, close, put_file, get_file, job: queued to the session's thread, in order. */
+static int
+op_queue(struct srv *s, struct req *r, const char *name)
+{
+	char err[1024];
+	struct sess *ss = name ? find_session(s, name) : NULL;
+	int q = ss ? enqueue(ss, r) : -2;
+	if (q == -2) {
+		srv_reply_error(s, r->id, "no_session", "no open session of that name (open it first)");
+		return 0;
+	}
+	if (q < 0) {
+		snprintf(err, sizeof(err), "too many requests waiting for session '%s' (at most %d, "
+		         "and 256 MiB in all): wait for replies before sending more", ss->name,
+		         SRV_SESS_REQS_MAX);
+		srv_reply_error(s, r->id, "busy", err);
+		return 0;
+	}
+	return 1;
+}
+
+/* Cancel the running foreground exec of a session. */
+static int
+op_cancel(struct srv *s, struct req *r, const char *name)
+{
+	struct sess *ss = name ? find_session(s, name) : NULL;
+	if (!ss) {
+		srv_reply_error(s, r->id, "no_session", "cancel needs the \"session\" of the command");
+		return 0;
+	}
+	pthread_mutex_lock(&ss->mu);
+	int running = ss->running_id != NULL;
+	if (running && write(ss->cancel_pipe[1], "c", 1) < 0)
+		running = 0;
+	pthread_mutex_unlock(&ss->mu);
+	yajl_gen g = srv_reply_ok(r->id);
+	hs_json_kbool(g, "cancelled", running);
+	yajl_gen_map_close(g);
+	srv_emit(s, g);
+	return 0;
+}
+
+/* The client's answer to an approval event. */
+static int
+op_approve(struct srv *s, struct req *r, const char *name)
+{
+	const char *rq = hs_serve_str(r->root, "request");
+	int d = hs_decision_parse(hs_serve_str(r->root, "decision"));
+	if (!rq || d < 0) {
+		srv_reply_error(s, r->id, "invalid_request",
+		            "approve needs \"request\" and \"decision\" (once, session, always, deny)");
+		return 0;
+	}
+	struct sess *found = NULL;
+	pthread_mutex_lock(&s->mu);
+	for (struct sess *ss = s->sessions; ss && !found; ss = ss->next) {
+		pthread_mutex_lock(&ss->mu);
+		if (ss->approval_req[0] && !strcmp(ss->approval_req, rq) && ss->approval_answer < 0) {
+			ss->approval_answer = d;
+			pthread_cond_broadcast(&ss->cv);
+			found = ss;
+		}
+		pthread_mutex_unlock(&ss->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!found) {
+		srv_reply_error(s, r->id, "no_request", "no pending approval request of that id");
+		return 0;
+	}
+	yajl_gen g = srv_reply_ok(r->id);
+	yajl_gen_map_close(g);
+	srv_emit(s, g);
+	return 0;
+}
+
+/* What the analyser and the approval mode make of a command. */
+static int
+op_check(struct srv *s, struct req *r, const char *name)
+{
+	const char *command = hs_serve_str(r->root, "command");
+	const char *cx = hs_serve_str(r->root, "context");
+	if (!command) {
+		srv_reply_error(s, r->id, "invalid_request", "check needs a \"command\" string");
+		return 0;
+	}
+	/* "runs" is judged for the request's "approval" mode, else the configured one. */
+	const char *mode = hs_serve_str(r->root, "approval");
+	yajl_gen g = srv_reply_ok(r->id);
+	if (hs_check_gen(s->c, command, cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST,
+	                 mode, g) < 0) {
+		yajl_gen_free(g);
+		srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
+		return 0;
+	}
+	yajl_gen_map_close(g);
+	srv_emit(s, g);
+	return 0;
+}
+
+/* The backends and what they can do here. */
+static int
+op_backends(struct srv *s, struct req *r, const char *name)
+{
+	yajl_val dv = hs_serve_val(r->root, "deep");
+	yajl_gen g = srv_reply_ok(r->id);
+	if (hs_backends_gen(s->c, dv && YAJL_IS_TRUE(dv), g) < 0) {
+		yajl_gen_free(g);
+		srv_reply_error(s, r->id, "internal", "out of memory");
+		return 0;
+	}
+	yajl_gen_map_close(g);
+	srv_emit(s, g);
+	return 0;
+}
+
+/* The ops of the protocol (hs(1) SERVE), like main.c's commands[]. */
+static const struct {
+	const char *op;
+	int (*run)(struct srv *s, struct req *r, const char *name);
+} ops[] = {
+	{ "hello", op_hello },
+	{ "open", op_open },
+	{ "exec", op_queue },
+	{ "close", op_queue },
+	{ "put_file", op_queue },
+	{ "get_file", op_queue },
+	{ "job", op_queue },
+	{ "cancel", op_cancel },
+	{ "approve", op_approve },
+	{ "check", op_check },
+	{ "backends", op_backends },
+};
+
 static void
 handle(struct srv *s, struct req *r)
 {
-	const char *op = r->op;
 	const char *name = hs_serve_str(r->root, "session");
 	char err[1024];
 
-	if (!strcmp(op, "hello")) {
-		yajl_gen g = srv_reply_ok(r->id);
-		hs_json_kstr(g, "server", "hs " PACKAGE_VERSION);
-		hs_json_kint(g, "protocol", 1);
-		yajl_gen_map_close(g);
-		srv_emit(s, g);
-	} else if (!strcmp(op, "open")) {
-		if (!name || !hs_session_name_valid(name)) {
-			srv_reply_error(s, r->id, "invalid_request", "open needs a valid \"session\" name");
-			goto done;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(r->op, ops[i].op)) {
+			if (!ops[i].run(s, r, name))
+				free_req(r);
+			return;
 		}
-		if (find_session(s, name)) {
-			srv_reply_error(s, r->id, "session_exists", "the session is already open here");
-			goto done;
-		}
-		const char *am = hs_serve_str(r->root, "approval");
-		int mode = hs_approval_mode_parse(am ? am : "ask");
-		if (mode < 0) {
-			srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
-			goto done;
-		}
-		/* A locked admin mode is a ceiling the client cannot loosen. */
-		const char *conf_mode = NULL;
-		if (hs_conf_locked(s->c->conf, "approval") && hs_conf_string(s->c->conf, "approval", &conf_mode) == 0) {
-			int cm = hs_approval_mode_parse(conf_mode);
-			if (cm >= 0 && mode > cm)
-				mode = cm;
-		}
-		struct sess *ss = calloc(1, sizeof(*ss));
-		if (!ss) {
-			srv_reply_error(s, r->id, "internal", "out of memory");
-			goto done;
-		}
-		ss->srv = s;
-		snprintf(ss->name, sizeof(ss->name), "%s", name);
-		ss->mode = mode;
-		yajl_val pv = hs_serve_val(r->root, "persistent");
-		ss->persistent = pv && YAJL_IS_TRUE(pv);
-		ss->lockfd = -1;
-		if (pipe2(ss->cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-			free(ss);
-			srv_reply_error(s, r->id, "internal", "cannot create a pipe");
-			goto done;
-		}
-		pthread_mutex_init(&ss->mu, NULL);
-		pthread_cond_init(&ss->cv, NULL);
-		ss->head = ss->tail = r;
-		ss->n_reqs = 1;
-		pthread_mutex_lock(&s->mu);
-		s->req_bytes += r->size;
-		pthread_mutex_unlock(&s->mu);
-		if (pthread_create(&ss->thread, NULL, srv_worker, ss) != 0) {
-			srv_reply_error(s, r->id, "internal", "cannot start a session thread");
-			pthread_mutex_lock(&s->mu);
-			s->req_bytes -= r->size;
-			pthread_mutex_unlock(&s->mu);
-			ss->head = NULL;
-			sess_free(ss, 0);
-			goto done;
-		}
-		pthread_mutex_lock(&s->mu);
-		ss->next = s->sessions;
-		s->sessions = ss;
-		pthread_mutex_unlock(&s->mu);
-		return;
-	} else if (!strcmp(op, "exec") || !strcmp(op, "close") || !strcmp(op, "put_file") ||
-	           !strcmp(op, "get_file") || !strcmp(op, "job")) {
-		struct sess *ss = name ? find_session(s, name) : NULL;
-		if (!ss) {
-			srv_reply_error(s, r->id, "no_session", "no open session of that name (open it first)");
-			goto done;
-		}
-		if (enqueue(ss, r) < 0) {
-			snprintf(err, sizeof(err), "too many requests waiting for session '%s' (at most %d, "
-			         "and 256 MiB in all): wait for replies before sending more", ss->name,
-			         SRV_SESS_REQS_MAX);
-			srv_reply_error(s, r->id, "busy", err);
-			goto done;
-		}
-		return;
-	} else if (!strcmp(op, "cancel")) {
-		struct sess *ss = name ? find_session(s, name) : NULL;
-		if (!ss) {
-			srv_reply_error(s, r->id, "no_session", "cancel needs the \"session\" of the command");
-			goto done;
-		}
-		pthread_mutex_lock(&ss->mu);
-		int running = ss->running_id != NULL;
-		if (running && write(ss->cancel_pipe[1], "c", 1) < 0)
-			running = 0;
-		pthread_mutex_unlock(&ss->mu);
-		yajl_gen g = srv_reply_ok(r->id);
-		hs_json_kbool(g, "cancelled", running);
-		yajl_gen_map_close(g);
-		srv_emit(s, g);
-	} else if (!strcmp(op, "approve")) {
-		const char *rq = hs_serve_str(r->root, "request");
-		int d = hs_decision_parse(hs_serve_str(r->root, "decision"));
-		if (!rq || d < 0) {
-			srv_reply_error(s, r->id, "invalid_request",
-			            "approve needs \"request\" and \"decision\" (once, session, always, deny)");
-			goto done;
-		}
-		struct sess *found = NULL;
-		pthread_mutex_lock(&s->mu);
-		for (struct sess *ss = s->sessions; ss && !found; ss = ss->next) {
-			pthread_mutex_lock(&ss->mu);
-			if (ss->approval_req[0] && !strcmp(ss->approval_req, rq) && ss->approval_answer < 0) {
-				ss->approval_answer = d;
-				pthread_cond_broadcast(&ss->cv);
-				found = ss;
-			}
-			pthread_mutex_unlock(&ss->mu);
-		}
-		pthread_mutex_unlock(&s->mu);
-		if (!found) {
-			srv_reply_error(s, r->id, "no_request", "no pending approval request of that id");
-			goto done;
-		}
-		yajl_gen g = srv_reply_ok(r->id);
-		yajl_gen_map_close(g);
-		srv_emit(s, g);
-	} else if (!strcmp(op, "check")) {
-		const char *command = hs_serve_str(r->root, "command");
-		const char *cx = hs_serve_str(r->root, "context");
-		if (!command) {
-			srv_reply_error(s, r->id, "invalid_request", "check needs a \"command\" string");
-			goto done;
-		}
-		/* "runs" is judged for the request's "approval" mode, else the configured one. */
-		const char *mode = hs_serve_str(r->root, "approval");
-		if (!mode) {
-			mode = "ask";
-			hs_conf_string(s->c->conf, "approval", &mode);
-		}
-		yajl_gen g = srv_reply_ok(r->id);
-		if (hs_check_gen(s->c, command, cx && !strcmp(cx, "sandbox") ? HS_CONTEXT_SANDBOX : HS_CONTEXT_HOST,
-		                 mode, g) < 0) {
-			yajl_gen_free(g);
-			srv_reply_error(s, r->id, "invalid_request", "approval must be ask, deny or approve");
-			goto done;
-		}
-		yajl_gen_map_close(g);
-		srv_emit(s, g);
-	} else if (!strcmp(op, "backends")) {
-		yajl_val dv = hs_serve_val(r->root, "deep");
-		yajl_gen g = srv_reply_ok(r->id);
-		if (hs_backends_gen(s->c, dv && YAJL_IS_TRUE(dv), g) < 0) {
-			yajl_gen_free(g);
-			srv_reply_error(s, r->id, "internal", "out of memory");
-			goto done;
-		}
-		yajl_gen_map_close(g);
-		srv_emit(s, g);
-	} else {
-		snprintf(err, sizeof(err), "unknown op '%.60s'", op);
-		srv_reply_error(s, r->id, "unknown_op", err);
-	}
-done:
+	snprintf(err, sizeof(err), "unknown op '%.60s'", r->op);
+	srv_reply_error(s, r->id, "unknown_op", err);
 	free_req(r);
 }
 
@@ -469,7 +519,7 @@ hs_cmd_serve(struct hs_core *c, int argc, char **argv)
 		pthread_mutex_lock(&ss->mu);
 		if (!ss->closing)
 			ss->closing = 1;
-		if (ss->running_id && !ss->persistent && write(ss->cancel_pipe[1], "c", 1) < 0) {
+		if (ss->running_id && !ss->hs.persistent && write(ss->cancel_pipe[1], "c", 1) < 0) {
 			/* The pipe is full: a cancel is already pending. */
 		}
 		pthread_cond_broadcast(&ss->cv);

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/approval.h"
+#include "core/pipeline.h"
 #include "core/guard.h"
 #include "core/hsconf.h"
 #include "core/pathsec.h"
@@ -213,23 +215,33 @@ host_assess_mount(void *ctx, const char *spec, struct hs_mount *out, char *err)
 }
 
 /*
- * A risk only the plugin can see (a privileged container, say).  It is judged
- * under the configured approval mode: approve grants it unless it is hardline
- * or critical; ask and deny refuse here, since an open() has no one to put
- * the question to.
+ * A risk only the plugin can see (a privileged container, say).  While a
+ * session of this thread is being opened, it is decided like a host mount
+ * with that session's mode, grants and client (hs run's tty, a serve
+ * client's approval event).  Otherwise (plugin-check, a probe) nobody can
+ * answer: the configured mode alone decides, ask and deny refuse.
  */
 static int32_t
 host_approve(void *ctx, const char *session, const struct hs_risk *risk, char *err)
 {
 	struct hs_backend *b = ctx;
-	const char *mode = "ask";
-	hs_conf_string(b->core->conf, "approval", &mode);
-	if (!risk->hardline && !risk->critical && strcmp(mode, "approve") == 0)
+	struct hs_session *s = hs_session_opening();
+	int mode = s ? s->mode : hs_approval_mode_resolve(b->core, NULL, -1);
+	struct hs_gate g = {
+		.session = session,
+		.backend = b->plugin.name,
+		.mode = mode < 0 ? HS_APPROVAL_DENY : mode,
+		.grants = s ? &s->grants : NULL,
+		.asker = s && s->mode == HS_APPROVAL_ASK ? s->asker : NULL,
+	};
+	struct hs_approval_out out;
+	if (!risk || !risk->rule_id) {
+		snprintf(err, HS_ERR_MAX, "approve: no risk given");
+		return HS_E_INVALID;
+	}
+	if (hs_approval_risk(b->core, &g, risk, &out))
 		return HS_OK;
-	snprintf(err, HS_ERR_MAX, "'%s' (%s) %s", risk->rule_id, risk->description ? risk->description : "",
-	         risk->hardline ? "is never allowed"
-	         : risk->critical ? "hands over the host: approve mode never grants it"
-	         : "needs approval; allow it with --approval approve");
+	snprintf(err, HS_ERR_MAX, "%s", out.why);
 	return HS_E_DENIED;
 }
 
@@ -322,9 +334,24 @@ backend_dirs(struct hs_backend *b, char *err, size_t errlen)
 	return 0;
 }
 
+/* The registry of built-in backends: the one place the core names a backend. */
+static const struct hs_builtin builtins[] = {
+	{ "local", &hs_builtin_local, "local.isolation" },
+};
+
+const struct hs_builtin *
+hs_core_builtin(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		if (strcmp(builtins[i].name, name) == 0)
+			return &builtins[i];
+	return NULL;
+}
+
 struct hs_backend *
 hs_core_backend(struct hs_core *c, const char *name, char *err, size_t errlen)
 {
+	const struct hs_builtin *bi = hs_core_builtin(name);
 	struct hs_backend *b;
 	char e[HS_ERR_MAX] = "";
 
@@ -336,10 +363,10 @@ hs_core_backend(struct hs_core *c, const char *name, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (strcmp(name, "local") == 0) {
+	if (bi) {
 		b->plugin.builtin = 1;
 		snprintf(b->plugin.path, sizeof(b->plugin.path), "(built-in)");
-		b->plugin.desc = hs_builtin_local;
+		b->plugin.desc = *bi->desc;
 	} else {
 		int r = hs_loader_find((const char *const *)c->plugin_dirs, c->n_plugin_dirs, name,
 		                       &b->plugin);

@@ -54,6 +54,21 @@ struct hs_core {
 extern const struct hs_backend_v1 hs_builtin_local;
 
 /*
+ * A backend compiled into hs.  host_isolation_key: for a backend whose
+ * environments are the host itself unless isolated, the config key that
+ * isolates them (value "namespaces"); such a backend binds no workdir
+ * unless isolated.  NULL: a sandbox, which binds its workdir.
+ */
+struct hs_builtin {
+	const char *name;
+	const struct hs_backend_v1 *desc;
+	const char *host_isolation_key;
+};
+
+/* The built-in backend called name, or NULL. */
+const struct hs_builtin *hs_core_builtin(const char *name);
+
+/*
  * SYSCONFDIR, or HS_SYSCONFDIR_FOR_TESTS when the test suite sets it and hs
  * runs from its build tree (an installed hs ignores the variable).
  */

@@ -106,9 +106,9 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 	pthread_mutex_init(&cn->lock, NULL);
 	cn->be = be;
 	cn->next_id = first_id();
-	/* Every backend but local is a sandbox with an environment of its own. */
-	cn->merge_env = strcmp(be->plugin.name, "local") != 0;
 	st = be->plugin.desc.open(be->state, spec, &cn->env, &cn->props, e);
+	/* A sandbox has an environment of its own, unless its backend says it has none. */
+	cn->merge_env = !(cn->props.env_flags & HS_ENVP_HOST_ENV);
 	cn->open_status = st;
 	if (st != HS_OK) {
 		snprintf(err, errlen, "backend '%s' cannot open '%s': %s", be->plugin.name,

@@ -9,7 +9,7 @@ core_hs_SOURCES = \
 	core/cmd_backends.c core/cmd_plugin_check.c \
 	core/session.c core/session.h core/shell.c core/shell.h \
 	core/exec.c core/exec-direct.c core/exec.h core/runkey.c core/runkey.h core/env.c core/env.h \
-	core/approval.c core/approval.h core/capture.c core/capture.h \
+	core/approval.c core/approval.h core/pipeline.c core/pipeline.h core/capture.c core/capture.h \
 	core/cmd_run.c core/cmd_serve.c core/serve.h core/serve-out.c core/serve-sess.c \
 	core/serve-req.c core/serve-req.h core/cmd_check.c core/cmd_session.c \
 	plugins/local/local.c

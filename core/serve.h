@@ -14,6 +14,7 @@
 
 #include "core/approval.h"
 #include "core/exec.h"
+#include "core/pipeline.h"
 #include "core/session.h"
 
 struct hs_core;
@@ -32,13 +33,9 @@ struct req {
 struct sess {
 	struct srv *srv;
 	char name[65];
-	int mode;              /* approval mode */
-	int persistent;
-	int opened;
-	struct hs_conn cn;
-	struct hs_record rec;
-	int lockfd;
-	struct hs_grants grants;
+	struct hs_session hs;  /* record, lock, connection, grants, mode, limits */
+	struct hs_asker asker; /* the client, through approval events (srv_ask) */
+	yajl_val ask_id;       /* the request an approval event answers to */
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -51,7 +48,6 @@ struct sess {
 	char approval_req[32];
 	int approval_answer;   /* -1 pending */
 	size_t queued;         /* bytes of this session's lines waiting for the srv_writer (out_mu) */
-	char start_dir[4096];  /* an isolated local sandbox's workspace: commands start there */
 	struct sess *next;
 };
 
@@ -96,6 +92,8 @@ yajl_gen srv_reply_ok(yajl_val id);
 void srv_reply_error(struct srv *s, yajl_val id, const char *code, const char *msg);
 
 /* the session thread (serve-sess.c) */
+/* Set up ss's session (approval mode resolved) with the client as its asker. */
+void srv_sess_init(struct sess *ss, int mode, int persistent);
 /* A session's thread (arg: its sess): runs its requests in order until closed. */
 void *srv_worker(void *arg);
 

@@ -265,9 +265,11 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 		goto fail;
 	/* A sandbox binds its workdir (-C, serve "workspace") read-write: a locked
 	 * workspace holds there.  Plain local only starts in it. */
+	const struct hs_builtin *bi = hs_core_builtin(backend);
 	const char *iso = "none";
-	hs_conf_string(c->conf, "local.isolation", &iso);
-	int binds = strcmp(backend, "local") != 0 || (req->spec->flags & HS_SPEC_ISOLATE) ||
+	if (bi && bi->host_isolation_key)
+		hs_conf_string(c->conf, bi->host_isolation_key, &iso);
+	int binds = !bi || !bi->host_isolation_key || (req->spec->flags & HS_SPEC_ISOLATE) ||
 	            strcmp(iso, "namespaces") == 0;
 	if (binds && !hs_conf_allows(c->conf, "workspace", req->spec->workdir, err, errlen))
 		goto fail;

@@ -18,6 +18,17 @@ TESTS += tests/core/test-paths
 tests_core_test_paths_SOURCES = tests/core/test-paths.c core/paths.c
 TESTS_ENVIRONMENT = CC='$(CC)' SAN_CFLAGS='$(SAN_CFLAGS)'; export CC SAN_CFLAGS;
 
+# The session and exec pipeline (core/pipeline.c) against the built-in local
+# backend and the real runner, linked with hs's own objects (all but main).
+check_PROGRAMS += tests/core/test-pipeline
+TESTS += tests/core/test-pipeline
+tests_core_test_pipeline_SOURCES = tests/core/test-pipeline.c
+tests_core_test_pipeline_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS) $(CMOCKA_CFLAGS)
+tests_core_test_pipeline_LDADD = $(filter-out core/core_hs-main.$(OBJEXT) core/hs-main.$(OBJEXT),$(core_hs_OBJECTS)) \
+	$(core_hs_LDADD) $(CMOCKA_LIBS)
+EXTRA_tests_core_test_pipeline_DEPENDENCIES = core/hs$(EXEEXT)
+EXTRA_DIST += docs/architecture.md
+
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for
 # flags and HS_* variables, the guard puts back what a host command changed,
 # per-command variables that run code need approval, secrets stay out of /proc.
@@ -32,7 +43,7 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 
 # The unit tests under valgrind memcheck: no invalid access, no leak
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.
-VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval \
+VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner tests/runner/test-hmac \
 	tests/runner/test-dirchain \
 	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \

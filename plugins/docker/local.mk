@@ -27,9 +27,9 @@ tests_docker_test_exec_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(YAJL_CFLAGS) $(LIB
 tests_docker_test_exec_LDADD = sdk/libhsfakehost.a $(CURL_LIBS) $(YAJL_LIBS) $(LIBARCHIVE_LIBS) \
 	$(PTHREAD_LIBS)
 TESTS += tests/docker/test-demux tests/docker/docker.test tests/docker/serve.test \
-	tests/docker/exec.test tests/docker/runchan.test tests/docker/close.test
+	tests/docker/exec.test tests/docker/runchan.test tests/docker/close.test tests/docker/risk-approval.test
 EXTRA_DIST += tests/docker/docker.test tests/docker/serve.test tests/docker/exec.test \
-	tests/docker/runchan.test tests/docker/close.test \
+	tests/docker/runchan.test tests/docker/close.test tests/docker/risk-approval.test \
 	tests/docker/lib.sh
 
 # libFuzzer target (clang), built and run by `make fuzz` (tests/fuzz/local.mk).

@@ -505,6 +505,10 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s/%s", env->dir, ISO_BOX);
 		snprintf(props->note, sizeof(props->note), "isolated with namespaces; workspace %s",
 		         env->workspace);
+		/* The sandbox sees only its workspace, and has no environment of its own. */
+		props->env_flags = HS_ENVP_HOST_ENV;
+		if (strlen(env->workspace) < sizeof(props->start_dir))
+			memcpy(props->start_dir, env->workspace, strlen(env->workspace) + 1);
 		*envp = env;
 		return HS_OK;
 	}
@@ -515,6 +519,8 @@ lo_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	props->runner = 1;
 	snprintf(props->shell, sizeof(props->shell), "%s", lo_shell(st));
 	snprintf(props->runtime_dir, sizeof(props->runtime_dir), "%s", env->dir);
+	/* Commands run on this machine: the caller's environment and directory. */
+	props->env_flags = HS_ENVP_HOST_ENV | HS_ENVP_CALLER_CWD;
 	*envp = env;
 	return HS_OK;
 }

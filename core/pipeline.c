@@ -1,0 +1,309 @@
+/*
+ * pipeline.c - a session (open, exec, close) and the one exec pipeline
+ * behind every front end: environment, approval gate, exec, guard check,
+ * exit audit, result.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/cmds.h"
+#include "core/core.h"
+#include "core/env.h"
+#include "core/guard.h"
+#include "core/hsconf.h"
+#include "core/json.h"
+#include "core/pipeline.h"
+#include "core/safety/redact.h"
+
+extern char **environ;
+
+/* The session whose environment this thread is opening (host_approve asks it). */
+static __thread struct hs_session *opening;
+
+struct hs_session *
+hs_session_opening(void)
+{
+	return opening;
+}
+
+void
+hs_limits_load(struct hs_core *c, struct hs_limits *l)
+{
+	*l = (struct hs_limits){ .output_limit = 1 << 20, .grace_ms = 2000 };
+	hs_conf_int(c->conf, "timeout", &l->timeout_s);
+	hs_conf_int(c->conf, "max_timeout", &l->max_timeout_s);
+	hs_conf_int(c->conf, "output_limit", &l->output_limit);
+	hs_conf_int(c->conf, "kill_grace_ms", &l->grace_ms);
+}
+
+int64_t
+hs_limits_timeout(const struct hs_limits *l, int64_t requested)
+{
+	int64_t t = requested < 0 ? l->timeout_s : requested;
+	if (l->max_timeout_s > 0 && (t <= 0 || t > l->max_timeout_s))
+		t = l->max_timeout_s;
+	return t;
+}
+
+void
+hs_session_init(struct hs_session *s, struct hs_core *c, const char *name, int persistent,
+                int mode, const struct hs_asker *asker)
+{
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	snprintf(s->name, sizeof(s->name), "%s", name ? name : "");
+	s->persistent = persistent;
+	s->mode = mode;
+	s->asker = asker;
+	s->lockfd = -1;
+	hs_limits_load(c, &s->lim);
+}
+
+/* Where commands start unless told: the backend's directory, else the caller's. */
+static void
+set_start_dir(struct hs_session *s)
+{
+	s->start_dir[0] = '\0';
+	if (s->cn.props.start_dir[0] && memchr(s->cn.props.start_dir, 0, sizeof(s->cn.props.start_dir)))
+		snprintf(s->start_dir, sizeof(s->start_dir), "%s", s->cn.props.start_dir);
+	else if (s->caller_cwd && (s->cn.props.env_flags & HS_ENVP_CALLER_CWD) &&
+	         !getcwd(s->start_dir, sizeof(s->start_dir)))
+		s->start_dir[0] = '\0';
+}
+
+/* The gate's view of the session; mode and command are the caller's. */
+static struct hs_gate
+session_gate(struct hs_session *s, const char *backend, const char *command, int mode)
+{
+	return (struct hs_gate){
+		.session = s->name[0] ? s->name : NULL,
+		.backend = backend,
+		.command = command,
+		.host = s->opened ? s->cn.props.host_access : 0,
+		.mode = mode,
+		.grants = &s->grants,
+		.asker = s->asker,
+	};
+}
+
+static int
+outcome_of(const char *decision)
+{
+	return !strcmp(decision, "invalid") ? HS_OUTCOME_INVALID
+	       : !strcmp(decision, "error") ? HS_OUTCOME_AUDIT : HS_OUTCOME_DENIED;
+}
+
+int
+hs_session_open(struct hs_session *s, const char *backend, struct hs_env_spec *spec, char *err,
+                size_t errlen)
+{
+	const char *conf_backend = "local";
+	hs_conf_string(s->c->conf, "backend", &conf_backend);
+	/* Host access through mounts is put to approval before anything is created;
+	 * nobody but a person can answer, so the asker counts in ask mode only. */
+	struct hs_gate mg = session_gate(s, backend ? backend : conf_backend, NULL, s->mode);
+	if (s->mode != HS_APPROVAL_ASK)
+		mg.asker = NULL;
+	struct hs_approval_out mv;
+	if (!hs_approval_mounts(s->c, &mg, spec->mounts, spec->n_mounts, &mv)) {
+		snprintf(err, errlen, "%s", mv.why);
+		return outcome_of(mv.decision);
+	}
+	struct hs_session_req req = { .name = s->name[0] ? s->name : NULL, .backend = backend,
+	                              .spec = spec, .persistent = s->persistent };
+	opening = s;
+	s->lockfd = hs_session_begin(s->c, &req, &s->cn, &s->rec, err, errlen);
+	opening = NULL;
+	if (s->lockfd == -1)
+		return s->cn.open_status == HS_E_DENIED ? HS_OUTCOME_DENIED : HS_OUTCOME_FAILED;
+	s->opened = 1;
+	set_start_dir(s);
+	return HS_OUTCOME_OK;
+}
+
+int
+hs_session_close(struct hs_session *s, int keep, char *err, size_t errlen)
+{
+	int rc = 0;
+	if (s->opened) {
+		rc = hs_conn_close(&s->cn, keep, err, errlen);
+		/* Not kept: forget the record too, unless the teardown failed (so
+		 * `hs session close` can try again). */
+		if (!keep && rc == 0 && s->name[0])
+			hs_record_remove(s->c, s->name);
+		if (s->lockfd >= 0)
+			close(s->lockfd);
+	}
+	s->lockfd = -1;
+	s->opened = 0;
+	return rc;
+}
+
+void
+hs_session_free(struct hs_session *s)
+{
+	hs_grants_free(&s->grants);
+}
+
+/* What a command's exit is recorded as. */
+static int
+audit_code(int rc, const struct hs_exec_out *o)
+{
+	return rc < 0 ? HS_EXIT_FAIL : o->timed_out ? HS_EXIT_TIMEOUT : o->exit_code;
+}
+
+/* One command after approval: guard, exec, guard check.  0, or -1 with res->why. */
+static int
+run_guarded(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_exec_opts *eo,
+            const struct hs_sink_ops *sink, struct hs_cmd_result *res)
+{
+	const char *sn = s->name[0] ? s->name : NULL, *be = s->cn.be->plugin.name;
+	char gerr[1024];
+	if (hs_guard_begin(s->c, sn, be, s->cn.snapshot, res->why, sizeof(res->why)) < 0)
+		return -1;
+	if (rq->running)
+		rq->running(rq->running_ctx, 1);
+	int rc = hs_conn_exec(&s->cn, eo, sink, &res->out, res->why, sizeof(res->why));
+	if (rq->running)
+		rq->running(rq->running_ctx, 0);
+	/* hs wrote the session's snapshot itself unless the command was stopped. */
+	int saved = rc == 0 && eo->keep_state && !res->out.timed_out && !res->out.cancelled;
+	if (hs_guard_end(s->c, sn, be, s->cn.snapshot, saved, &res->restored, gerr, sizeof(gerr)) < 0 &&
+	    rc == 0) {
+		snprintf(res->why, sizeof(res->why), "%s", gerr);
+		rc = -1;
+	}
+	return rc;
+}
+
+/* The approved command, foreground or as a job; an enum hs_outcome. */
+static int
+run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_envlist *env,
+             const struct hs_sink_ops *sink, struct hs_gate *g, struct hs_analysis *an,
+             struct hs_approval_out *v, struct hs_cmd_result *res)
+{
+	uint64_t half = rq->bounded ? (uint64_t)s->lim.output_limit / 2 : 0;
+	struct hs_exec_opts eo = {
+		.command = rq->command,
+		.cwd = rq->cwd,
+		.start_dir = s->start_dir[0] ? s->start_dir : NULL,
+		.envp = env->v,
+		.deadline_ms = res->timeout_s * 1000,
+		.grace_ms = s->lim.grace_ms,
+		.head_bytes = half,
+		.tail_bytes = half,
+		.stdin_pipe = rq->stdin_pipe,
+		.keep_state = rq->keep_state,
+		.secrets = env->secrets,
+		.n_secrets = env->n_secrets,
+	};
+	if (rq->background) {
+		eo.head_bytes = eo.tail_bytes = 0;
+		eo.stdin_pipe = eo.keep_state = 0;
+		eo.secrets = NULL;
+		eo.n_secrets = 0;
+		return hs_conn_start_job(&s->cn, &eo, (size_t)s->lim.output_limit, &res->job, res->why,
+		                         sizeof(res->why)) < 0 ? HS_OUTCOME_FAILED : HS_OUTCOME_OK;
+	}
+	int rc = run_guarded(s, rq, &eo, sink, res);
+	hs_approval_audit(s->c, g, an, v, 1, audit_code(rc, &res->out), res->out.duration_ms);
+	return rc < 0 ? HS_OUTCOME_FAILED : HS_OUTCOME_OK;
+}
+
+/* The environment, judged command and redactor of rq; an enum hs_outcome. */
+static int
+prepare(struct hs_session *s, const struct hs_cmd_req *rq, struct hs_envlist *env,
+        char **gate_cmd, struct hs_redactor **red, struct hs_cmd_result *res)
+{
+	const char *const *pass = NULL;
+	size_t n_pass = 0;
+	const char *bad = NULL;
+	hs_conf_strings(s->c->conf, "env_passthrough", &pass, &n_pass);
+	if (hs_env_build(env, environ, pass, n_pass, rq->sets, rq->n_sets, s->cn.merge_env, &bad) < 0) {
+		snprintf(res->why, sizeof(res->why), bad ? "'%s' is not NAME=VALUE (and HS_* names are "
+		         "reserved)" : "out of memory", bad);
+		return bad ? HS_OUTCOME_INVALID : HS_OUTCOME_FAILED;
+	}
+	/* Per-command variables are judged with the command: BASH_ENV=x runs code too. */
+	*gate_cmd = hs_env_gate_command(rq->sets, rq->n_sets, rq->command);
+	if (!*gate_cmd) {
+		snprintf(res->why, sizeof(res->why), "out of memory");
+		hs_env_free(env);
+		return HS_OUTCOME_FAILED;
+	}
+	*red = NULL;
+	if (env->n_secrets)
+		hs_redactor_new(red, (const char *const *)env->secrets, env->n_secrets);
+	return HS_OUTCOME_OK;
+}
+
+int
+hs_session_exec(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_sink_ops *sink,
+                struct hs_cmd_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->decision = "auto";
+	res->timeout_s = hs_limits_timeout(&s->lim, rq->timeout_s);
+	/* A command may only narrow the session's mode. */
+	int mode = rq->approval ? hs_approval_mode_resolve(s->c, rq->approval, s->mode) : s->mode;
+	if (mode < 0) {
+		snprintf(res->why, sizeof(res->why), "approval must be ask, deny or approve");
+		return HS_OUTCOME_INVALID;
+	}
+	struct hs_policy *pol = hs_core_policy(s->c, res->why, sizeof(res->why));
+	if (!pol)
+		return HS_OUTCOME_FAILED;
+	struct hs_envlist env;
+	struct hs_redactor *red;
+	char *gate_cmd;
+	int oc = prepare(s, rq, &env, &gate_cmd, &red, res);
+	if (oc != HS_OUTCOME_OK)
+		return oc;
+	struct hs_gate g = session_gate(s, s->cn.be->plugin.name, gate_cmd, mode);
+	g.redact = red;
+	struct hs_analysis an;
+	struct hs_approval_out v;
+	if (hs_approval_gate(s->c, pol, &g, &an, &v))
+		oc = run_approved(s, rq, &env, sink, &g, &an, &v, res);
+	else {
+		snprintf(res->why, sizeof(res->why), "%s", v.why);
+		oc = outcome_of(v.decision);
+	}
+	res->decision = v.decision;
+	hs_redactor_free(red);
+	hs_env_free(&env);
+	free(gate_cmd);
+	return oc;
+}
+
+int
+hs_session_gate(struct hs_session *s, const char *command, struct hs_approval_out *out)
+{
+	struct hs_policy *pol = hs_core_policy(s->c, out->why, sizeof(out->why));
+	if (!pol) {
+		out->decision = "error";
+		return 0;
+	}
+	struct hs_gate g = session_gate(s, s->cn.be->plugin.name, command, s->mode);
+	struct hs_analysis an;
+	return hs_approval_gate(s->c, pol, &g, &an, out);
+}
+
+void
+hs_rules_json(yajl_gen g, const struct hs_analysis *a)
+{
+	hs_json_key(g, "rules");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a->n_findings; i++) {
+		yajl_gen_map_open(g);
+		hs_json_kstr(g, "id", a->findings[i].rule_id);
+		hs_json_kstr(g, "severity", a->findings[i].hardline ? "hardline" : "dangerous");
+		hs_json_kstr(g, "description", a->findings[i].description);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
