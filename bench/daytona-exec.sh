@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Daytona backend: latency of one command through `hs run -b daytona -s`
 # (persistent session: re-attach, upload, async exec, polls, logs) against
 # the plain API call a user would make instead (one synchronous session

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """docker-bench.py HS IMAGE REF N M - `true` through `hs serve` (docker
 backend, N times, after a warm-up) against `docker exec REF true` (M times),
 printing both means and the ratio.  Python 3 standard library only."""

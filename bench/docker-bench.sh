@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench/docker-bench.sh - a `true` through `hs serve` on the docker backend
 # against `docker exec CONTAINER true`, in one run, as a ratio (target: at
 # least 10x).  Starts its own dockerd on a private socket (root needed),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # isolation-bench.sh - the cost of the local backend's isolated mode, one run.
 #
 #   (a) `true` in a persistent local session          (hs run -s, plain)

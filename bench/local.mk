@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench/: benchmarks, never part of `make check`.  `make bench` runs them all
 # and prints ratios against what a user would do instead (bench/README.md).
 EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py

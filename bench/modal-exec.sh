@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench/modal-exec.sh: per-command cost of the modal backend (direct mode,
 # against the local emulator, not Modal) as a ratio to the local backend, and
 # stdout throughput.  One run each; run from the build directory:

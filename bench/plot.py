@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """plot.py TSV SVG - the latency of one `true` per backend, from the rows
 the benchmarks of one `make bench` run wrote (what, hs ms, alternative,
 alternative ms), as a horizontal bar chart on a log scale: one bar for hs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* runner-bench: the cost of running `true` through hs-runner (exec and
  * exit over one stream, through `hs-runner --attach`) against a bare
  * fork/exec/wait of /bin/true, measured in one run.

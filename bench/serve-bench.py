@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """serve-bench.py - latency of a command in an `hs serve` session, in one run.
 
 Compares, with the same N and the same shell snapshot:

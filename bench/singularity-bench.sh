@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Per-command cost in a Singularity session: N commands through one hs serve
 # session (one runner stream) vs N "apptainer exec instance://" calls, the
 # way a user would run commands in an instance without hs.  Runs against

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # slurm-bench.sh - per-command cost of the slurm backend vs one srun step per
 # command, on a private single-node cluster (tests/slurm/cluster.sh; root).
 #

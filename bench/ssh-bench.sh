@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench/ssh-bench.sh - a `true` through `hs serve` on the ssh backend vs
 # `ssh host true` and vs multiplexed ssh (ControlMaster), in one run, as
 # ratios.  Starts its own sshd on a free loopback port (tests/ssh/lib.sh).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # throughput.sh - output throughput of `hs run` vs a raw pipe, with hs's peak RSS.
 #
 #   HS=/path/to/hs bench/throughput.sh [BYTES] [RUNS]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * approval.c - whether a command runs.
  */

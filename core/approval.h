@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * approval.h - deciding whether a command runs: the analyser's verdict, the
  * approval mode, grants already given, and (in ask mode) a person's answer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * capture.c - bounded head/tail output capture.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * capture.h - bounded output capture: the first head bytes and the last
  * tail bytes of a stream, and how many were dropped in between.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_backends.c - `hs backends`: every plugin found, loaded, refused or
  * unavailable, with the reason.  Each plugin file is loaded and probed in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_check.c - `hs check` (the safety verdict without running anything)
  * and `hs mounts` (host-access assessment of mount specs).

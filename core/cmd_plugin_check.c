@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_plugin_check.c - `hs plugin-check [--live] FILE`: the conformance
  * checks every backend must pass, run against any .so.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_run.c - `hs run`: one command, output streamed straight through.
  */

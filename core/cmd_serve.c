@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_serve.c - `hs serve`: JSON lines on stdin/stdout.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_session.c - `hs session list|show|close|gc [NAME]`.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core.c - the process-wide context: config, paths, backends and the host
  * table each backend receives.

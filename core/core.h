@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * core.h - the process-wide context of one hs invocation.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * env.c - the command environment, scrubbed of credentials.
  */

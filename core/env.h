@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * env.h - the environment a command gets: hs's own, scrubbed of credentials
  * and of every HS_* variable, plus what the caller sets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * exec-direct.c - running a session's commands through the backend's own
  * exec, for environments that cannot host the runner (cloud sandboxes, a

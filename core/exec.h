@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * exec.h - running commands of a session through its runner stream.
  */

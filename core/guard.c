@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * guard.c - hs's own files, put back after a command changed them
  * (see guard.h).

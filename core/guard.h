@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * guard.h - hs's own files, kept as they were around every command.
  *

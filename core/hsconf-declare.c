@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf-declare.c - keys a plugin declares (ABI 1.1 config_rules): their
  * type, checks and tightening order join the core's schema, so an admin's

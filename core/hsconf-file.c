@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf-file.c - read one configuration file with libconfig and feed its
  * settings into the merged store.  Every file is opened through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf-get.c - reading the merged configuration: typed getters, origins,
  * locks, listings and checking a backend's section against its plugin.

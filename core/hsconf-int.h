@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf-int.h - what core/hsconf.c (the merged store, locks, HS_* and the
  * command line) and core/hsconf-file.c (libconfig files) share.

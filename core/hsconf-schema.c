@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf-schema.c - the core's configuration keys.  Keep conf/hs.conf and
  * man/hs.conf.5 in step with this table.  Backends declare their own keys

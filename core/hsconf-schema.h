@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf-schema.h - the core's configuration keys: type, default, doc and
  * the tightening order that decides what a later layer may do to a key an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf.c - the merged configuration: defaults, layers, locked ceilings,
  * HS_* variables, the command line and the getters.  Files are read by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsconf.h - layered configuration (libconfig).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Layered configuration (core/hsconf*.c), its shipped file, man page and tests.
 # Included from the top Makefile.am; paths are relative to the top directory.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json.h - small conveniences over yajl's generator for hs's JSON output.
  */

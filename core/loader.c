@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader.c - discovering, checking and loading backend plugins.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader.h - discovering, checking and loading backend plugins.
  */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The hs binary.
 include core/hsconf.mk
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - the hs command line: global options and subcommand dispatch.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * paths.c - where hs keeps its files.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * paths.h - where hs keeps its files, and where it looks for plugins and
  * for hs-runner.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pathsec.c - ownership and mode checks for trusted paths.  The directory
  * chains are checked by runner/dirchain.c, which hs-runner shares.

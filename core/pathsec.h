@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pathsec.h - ownership and mode checks for every file and directory hs
  * trusts (plugins, config, policy, state).

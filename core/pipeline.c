@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pipeline.c - a session (open, exec, close) and the one exec pipeline
  * behind every front end: environment, approval gate, exec, guard check,

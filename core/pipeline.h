@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pipeline.h - a session and the one exec pipeline every front end uses.
  *

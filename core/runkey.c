@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * runkey.c - the runner channel's per-session key (see runkey.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * runkey.h - the per-session key of the runner channel (hs-runner(7),
  * "Authentication"): what proves to a session's runner daemon that a

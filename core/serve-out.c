@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve-out.c - the ordered writer of `hs serve`: one thread writes the
  * queued reply and event lines to stdout, whole and in order, with a bound

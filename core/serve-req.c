@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve-req.c - reading serve protocol requests (see serve-req.h).
  */

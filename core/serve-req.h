@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve-req.h - reading one request line of the serve protocol: the JSON
  * object, its id and op, and the typed fields the ops take.  Kept apart

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve-sess.c - the session threads of `hs serve`: each runs its session's
  * requests in order (open, exec, job, put_file, get_file, close), asks the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * serve.h - internals of `hs serve`: the server, its sessions and their
  * queued requests, shared by the main loop and dispatch (cmd_serve.c), the

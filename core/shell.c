@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * shell.c - the session shell wrapper (see shell.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * shell.h - the session shell wrapper.  Each command runs as
  *     SHELL -c WRAPPER hs SNAPSHOT CWD COMMAND

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `hs-runner --attach`: one stream, proxied between stdin/stdout and the
  * daemon's socket, starting the daemon first with --start.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hs-runner client: the core's side of one runner stream. */
 #include "client.h"
 

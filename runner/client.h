@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hs-runner client: the core's side of one runner stream.
  *
  * A stream is a file descriptor connected to `hs-runner --attach` (through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Commands: starting them under a shim, moving their output through the
  * spool to the owning stream within its credit, and reporting the exit. */
 #include "daemon.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon: listens on DIR/sock, serves streams, owns the commands.
  *
  * One thread and one poll loop.  Nothing blocks: connections and pipes

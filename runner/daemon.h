@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon's state, shared by daemon.c, cmd.c and files.c. */
 #ifndef HSR_DAEMON_H
 #define HSR_DAEMON_H

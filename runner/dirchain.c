@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dirchain.c - the whole-chain directory check (see dirchain.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* O_PATH */

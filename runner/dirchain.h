@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dirchain.h - open a directory only after checking its whole chain from
  * "/", the way tmux and OpenSSH check theirs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* File transfer: PUT writes through a temporary file and a rename, so a
  * reader never sees half a file and a symlink at the target is replaced,
  * not followed.  The file is fsync'd before the rename and its directory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the frame decoder and payload parsers.
  *
  *   make fuzz-runner && runner/fuzz-frames -max_total_time=60

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SHA-256 and HMAC-SHA256, written from FIPS 180-4 and RFC 2104, for the
  * runner channel's challenge-response (hs-runner(7)).  Small and slow
  * enough: it hashes a few hundred bytes per stream. */

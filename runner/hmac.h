@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* HMAC-SHA256 (FIPS 180-4, RFC 2104) and the runner channel's key
  * material: plain C with libc only, built into the static runner and into
  * the core's client library.  See hs-runner(7), "Authentication". */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # hs-runner: built with RUNNER_CC (musl-gcc, static) by an explicit rule,
 # since automake cannot switch compilers per target.  proto.c and client.c
 # also go into libhsrclient.a, built with the normal CC, for the core, and so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hs-runner: the in-sandbox command runner (see hs-runner(7)). */
 #include "runner.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hs-runner wire protocol: frame encoding and incremental decoding. */
 #include "proto.h"
 

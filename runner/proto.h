@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hs-runner wire protocol: frame encoding and incremental decoding.
  *
  * A frame is a little-endian u32 length L, then L bytes: a u8 type and the

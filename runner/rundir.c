@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The runtime directory: where the socket, the lock and the spool live.
  *
  * Everything in it is trusted only because the directory and every one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hs-runner internals shared between the daemon's files. */
 #ifndef HSR_RUNNER_H
 #define HSR_RUNNER_H

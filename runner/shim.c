@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-command shim: a fork of the daemon that supervises one command.
  *
  * The shim is a child subreaper, so every process the command leaves

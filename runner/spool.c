@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Spool: the output of one stream that the client has not acknowledged.
  *
  * Bytes live in an unlinked file in the runtime dir, never in memory, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `hs-runner --stop`: asks the daemon of a runtime directory to shut down
  * (SHUTDOWN, see hs-runner(7)) and waits until it has.  With no daemon
  * listening there is nothing to stop; leftovers of one that is gone (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fakehost.c - the fake core used by plugin unit tests (see hs/fakehost.h).
  */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The public plugin SDK: the ABI header, the fake host and the pkg-config file.
 hsincludedir = $(includedir)/hs
 hsinclude_HEADERS = sdk/hs/backend.h sdk/hs/fakehost.h sdk/hs/hsb.h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * allowlist.h - the persistent "always" approvals.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * analyse.c - walk the syntax tree and find every command that would run.
  *

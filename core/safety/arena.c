@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * arena.c - bump allocation for the analyser (see arena.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * audit.h - the audit log: one JSON object per line.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * credentials.c - credential-mode resolution (see credentials.h).
  *

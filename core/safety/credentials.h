@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * credentials.h - credential-mode resolution for cloud backends (Modal
  * first): mode auto|direct|managed, direct tokens from the environment or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the token-file reader (core/safety/toml.c).
  *
  *   make fuzz-toml CC=clang && core/safety/fuzz-toml -max_total_time=60

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * interp.c - shell commands inside interpreter one-liners.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lex.c - shell words: quoting, escapes, expansions, brace expansion.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # core/safety: the shared safety logic (libhssafety.a), its tests, bench,
 # fuzz target, rule files and man page.
 

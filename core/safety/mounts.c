@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mounts.c - classify mount specs for host access (DESIGN.md section 5).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mounts.h - host-access assessment of a mount spec.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * parse.c - the shell grammar: lists, pipelines, compound commands,
  * function definitions, redirections and heredocs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pred.c - argument predicates: paths, globs, substrings, SQL, mounts.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prompt.h - showing a command to a person and reading their answer.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * redact.h - replace secret values with [REDACTED], also across chunks.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * resolve.c - see through wrappers to the commands they run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * safety.h - command analysis against the rule policy.
  *

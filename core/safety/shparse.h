@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * shparse.h - the syntax tree of a shell command line (internal).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * toml.c - the strict TOML subset reader (see toml.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * toml.h - a minimal, strict reader for the subset of TOML that credential
  * files such as ~/.modal.toml use: [section] headers (bare or "quoted"),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsb-attach.c - libhsb: runner stream processes and private directories
  * (see sdk/hs/hsb.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsb-run.c - libhsb: run a program and capture its output (sdk/hs/hsb.h),
  * the one spawn-and-capture of the local, singularity and slurm backends.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daytona.c - the daytona backend: sessions run in Daytona sandboxes,
  * driven through Daytona's REST API (libcurl + yajl).  Daytona offers no

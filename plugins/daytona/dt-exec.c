@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dt-exec.c - the exec and cancel ops of the daytona backend.
  *

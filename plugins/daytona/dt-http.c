@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dt-http.c - the REST client of the daytona backend: one libcurl easy
  * handle per environment (calls on one environment are serialized by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dt-json.c - readers for the Daytona API's responses, with yajl's tree
  * parser.  Everything that comes back from the network is parsed here, so

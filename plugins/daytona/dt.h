@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dt.h - internals of the daytona backend: the REST client (dt-http.c),
  * the response readers (dt-json.c) and the backend ops (daytona.c).

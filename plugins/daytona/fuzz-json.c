@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz-json.c - libFuzzer target for the Daytona response readers.
  *

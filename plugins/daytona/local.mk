@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/daytona: the daytona backend (see man/hs-daytona.7).
 plugin_LTLIBRARIES += plugins/daytona/daytona.la
 DT_SRCS = plugins/daytona/daytona.c plugins/daytona/dt-exec.c plugins/daytona/dt-http.c \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.c - requests to the Docker Engine API over its unix socket (see api.h).
  */

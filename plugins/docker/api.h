@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.h - the Docker Engine API over its unix socket, with libcurl and yajl.
  */

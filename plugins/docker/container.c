@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * container.c - one hardened container per session: create, inspect, start,
  * remove, and the reaping of orphans.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demux.c - incremental demultiplexer of the Docker attach stream (see
  * demux.h).  Fuzzed by fuzz-demux.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demux.h - incremental demultiplexer of the Docker attach stream.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * docker.c - the docker backend: one hardened container per session,
  * driven through the Docker Engine API on its unix socket (libcurl, yajl;

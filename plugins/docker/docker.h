@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * docker.h - shared state of the docker backend's files.
  */

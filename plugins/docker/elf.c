@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elf.c - whether the host's hs-runner can run inside an image: it must be
  * statically linked and built for the image's architecture.  Otherwise the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * exec.c - one exec per command, when no runner daemon is hosted
  * (docker.runner = false, or an image of another architecture).  The

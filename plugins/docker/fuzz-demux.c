@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz-demux.c - libFuzzer target for the attach-stream demultiplexer.
  * Also compiled into tests/docker/test-demux.c, which runs it on seeds.

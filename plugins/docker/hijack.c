@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hijack.c - Docker exec with a hijacked attach stream (see hijack.h).
  *

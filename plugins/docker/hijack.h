@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hijack.h - a Docker exec whose attach stream is taken over (hijacked)
  * and pumped into a socketpair, so the core reads a plain fd.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/docker: the docker backend (see man/hs-docker.7).
 DK_SRCS = plugins/docker/docker.c plugins/docker/docker.h plugins/docker/api.c \
 	plugins/docker/api.h plugins/docker/demux.c plugins/docker/demux.h \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * risks.c - host access that only the daemon can see, put to the core's
  * approval logic before the container exists.  The core has already judged

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upload.c - puts hs-runner into a container's root filesystem through the
  * archive API, before the container starts: /tmp is a noexec tmpfs, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hs-isolate.c - the launcher of the local backend's isolated mode.
  *

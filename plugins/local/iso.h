@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * iso.h - internals of hs-isolate: its options, and the functions shared by
  * the launcher (hs-isolate.c) and the sandbox's root (isolate-root.c).  What

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * isolate-root.c - the sandbox's file system, built by hs-isolate's PID 1 in
  * the new namespaces: a tmpfs root on DIR/root with the system directories

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * isolate-seccomp.c - the system-call filter of the local backend's
  * isolated mode (libseccomp).  Everything is allowed except the calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * isolate.h - shared between hs-isolate and the local backend: the names of
  * files in a session's runtime directory, and the seccomp filter.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * local.c - the local backend: commands run on this machine through a
  * forked hs-runner daemon per session.  It is compiled into hs (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The local backend is compiled into hs (core/local.mk); its isolated mode
 # needs hs-isolate, a small single-threaded launcher installed next to
 # hs-runner (docs/isolation.md says why it is a separate program).

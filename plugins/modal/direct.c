@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * direct.c - direct mode: Modal's gRPC API with the user's own token.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz-pb.c - libFuzzer target for the protobuf wire decoder (pb.c), which
  * reads what the network sends in direct mode: every field of any input,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * grpc.c - gRPC over libcurl (see grpc.h).
  */

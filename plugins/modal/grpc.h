@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * grpc.h - unary and server-streaming gRPC calls over HTTP/2 with libcurl
  * (h2c with prior knowledge for http:// on loopback, TLS with ALPN for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/modal: the modal backend (see man/hs-modal.7).
 plugin_LTLIBRARIES += plugins/modal/modal.la
 plugins_modal_modal_la_SOURCES = plugins/modal/modal.c plugins/modal/modal.h \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * managed.c - managed mode: a gateway's REST API (JSON over HTTPS) holds the
  * Modal account; the user holds only a gateway token.  The contract is in

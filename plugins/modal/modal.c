@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * modal.c - the modal backend: sessions run in Modal Sandboxes, one exec per
  * command (Modal has no program host for hs-runner's attach stream).

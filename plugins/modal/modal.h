@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * modal.h - the modal backend's shared state (see hs-modal(7)).
  */

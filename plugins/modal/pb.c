@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pb.c - protocol-buffers wire format (see pb.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pb.h - a small protocol-buffers wire encoder and decoder: just what the
  * Modal messages in modal.proto need (varints, length-delimited fields,

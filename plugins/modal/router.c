@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * router.c - direct mode commands through the task's command router.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/singularity: the singularity backend (see man/hs-singularity.7).
 plugin_LTLIBRARIES += plugins/singularity/singularity.la
 SG_SRCS = plugins/singularity/singularity.c plugins/singularity/sg-run.c \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sg-instance.c - images and instances of the singularity backend: a local
  * image is checked, a remote one is built into the SIF cache (sifcache.c);

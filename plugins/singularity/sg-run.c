@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sg-run.c - how the singularity backend runs apptainer: the environment
  * of every apptainer process (ours, minus what would change the instance

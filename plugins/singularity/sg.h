@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sg.h - internals of the singularity backend: its state and environment,
  * shared by the apptainer runs (sg-run.c), the images and instances

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sifcache.c - the SIF cache of the singularity backend: O_EXCL lock files
  * with owner and stale detection, build to a temporary name and rename,

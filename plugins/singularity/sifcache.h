@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sifcache.h - a cache of SIF images built from remote sources
  * (docker://, library://, oras://, ...) for the singularity backend.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * singularity.c - the singularity backend: each session runs in a named
  * Apptainer (or Singularity) instance, started contained (--containall

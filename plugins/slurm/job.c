@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * job.c - the batch job that holds a session's allocation: the job script,
  * sbatch, the job's state from squeue, the bounded wait while it pends,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * job.h - the batch job behind a slurm environment (job.c).
  */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/slurm: the slurm backend (see man/hs-slurm.7).
 plugin_LTLIBRARIES += plugins/slurm/slurm.la
 plugins_slurm_slurm_la_SOURCES = plugins/slurm/slurm.c plugins/slurm/job.c plugins/slurm/sl_cmd.c \

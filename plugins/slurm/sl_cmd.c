@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sl_cmd.c - running Slurm's client programs, and the job record.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * slurm.c - the slurm backend: a session is a batch job whose script runs
  * the hs-runner daemon on the allocated node; every stream is a short

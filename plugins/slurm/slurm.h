@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * slurm.h - the slurm backend's internal interface (see hs-slurm(7)).
  */

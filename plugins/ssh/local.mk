@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/ssh: the ssh backend (see man/hs-ssh.7).
 plugin_LTLIBRARIES += plugins/ssh/ssh.la
 SX_SRCS = plugins/ssh/ssh.c plugins/ssh/ssh-conn.c plugins/ssh/ssh-install.c \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sha256.c - hex names for the ssh backend; SHA-256 itself is runner/hmac.c's. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sha256.h - SHA-256 for the ssh backend (runner naming and verification):
  * the runner's own implementation (runner/hmac.c), and hex for names. */
 #ifndef SX_SHA256_H

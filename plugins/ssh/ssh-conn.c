@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ssh-conn.c - the ssh backend's connection: TCP connect, host key
  * verification against known_hosts (appended under accept-new),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ssh-exec.c - the exec and cancel ops: exec per channel, the ssh
  * backend's mode without a runner (ssh.runner = false, no local hs-runner,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ssh-install.c - installing hs-runner on the remote host, as
  * ~/.cache/hs/runner/<sha256>: over SFTP with every directory of the chain

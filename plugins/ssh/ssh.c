@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ssh.c - the ssh backend: a session's commands run on a remote host over
  * one persistent libssh2 connection, through one hs-runner daemon there.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sx.h - internals of the ssh backend: the state of an environment, its
  * streams and its I/O thread, shared by the connection (ssh-conn.c), the

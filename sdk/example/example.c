@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * example.c - a tiny hermes-sandbox backend, built out of tree against the
  * installed SDK with pkg-config alone:

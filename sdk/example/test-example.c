@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-example.c - drives the example backend through the SDK's fake host,
  * the way any plugin's own tests can, without the hs core.

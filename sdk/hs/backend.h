@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hs/backend.h - the hermes-sandbox backend plugin ABI, version 1.
  *

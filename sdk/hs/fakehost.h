@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hs/fakehost.h - a fake core for a backend's own unit tests.
  *

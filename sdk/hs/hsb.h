@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hs/hsb.h - libhsb, the backend helper library of the plugin SDK.
  *

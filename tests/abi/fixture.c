@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fixture.c - one source for every bad-plugin fixture of the loader tests;
  * each variant is selected with -D when tests/abi/loader.test compiles it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * layout.c - pins the layout of every ABI v1 struct.  A plugin built against
  * an older header must find every field where it was: minor versions only

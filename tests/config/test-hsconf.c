@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-hsconf.c - layered configuration: defaults, layer order, conf.d,
  * locked ceilings, refused files, parse errors, warnings and origins.

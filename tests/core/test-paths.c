@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-paths.c - the build tree's plugin directories come from what the
  * build made (plugins/NAME/.libs/NAME.so), not from a list of backend names.

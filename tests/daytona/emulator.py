@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A loopback stand-in for the parts of the Daytona REST API that the
 daytona backend uses, written for the test suite from Daytona's public
 OpenAPI description (API: /sandbox...; toolbox, through the API's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared setup for the daytona tests: private dirs, and the loopback Daytona
 # emulator (tests/daytona/emulator.py) on a free port, stopped on exit.
 : "${top_builddir:=.}" "${top_srcdir:=.}"

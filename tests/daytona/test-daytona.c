@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-daytona.c - drives the daytona backend through the SDK's fake host
  * against the loopback Daytona emulator (tests/daytona/emulator.py, started

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-json.c - unit tests of the daytona response readers, and the fuzz
  * entry point (plugins/daytona/fuzz-json.c) over the seed corpus in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/docker/lib.sh - a private dockerd for the docker backend's tests,
 # on its own socket, data root, exec root and pidfile under $t, with images
 # built offline: hstest-bb (busybox only) and hstest-bash (the host's bash

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the docker attach-stream demultiplexer, with the fuzz target on seeds. */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-exec.c - the docker backend's ops against the SDK's fake host and a
  * real dockerd (DOCKER_HOST, started by exec.test): probe, the exec-per-

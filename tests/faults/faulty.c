@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * faulty.c - backends that misbehave on purpose, for the fault-injection
  * tests (tests/faults/*.test), built at test time:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz-mounts.c - libFuzzer target for the mount-spec parser
  * (hs_mount_assess): any spec a user can write is classified without a

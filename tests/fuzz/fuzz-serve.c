@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz-serve.c - libFuzzer target for the serve protocol reader: one request
  * line through hs_serve_req_parse and every typed field reader the ops use.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/fuzz: libFuzzer targets of the core (serve reader, mount parser),
 # their seed corpora, the smoke test that runs them under `make check`, and
 # `make fuzz`, which builds every target in FUZZ_TARGETS with clang and runs

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run.sh NAME BINARY SEED-DIR: run one libFuzzer target for FUZZ_TIME seconds
 # (default 60) over a scratch copy of its seeds, print one summary line, and
 # exit non-zero when the fuzzer found a crash (its artifact is kept).

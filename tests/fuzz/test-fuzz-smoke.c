@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-fuzz-smoke - the libFuzzer entry points of the serve reader and the
  * mount-spec parser and the Modal protobuf decoder run over their seed corpora and over mutations of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * drive.c - drive the modal plugin as the core would, for the tests: the
  * fake host's services, with the core's real credential resolution

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """A local stand-in for the two APIs the modal backend speaks, for the tests.
 
 Written for this test suite from the public descriptions, not from Modal's

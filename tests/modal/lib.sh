@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the modal tests: a private home and an emulator of Modal's gRPC
 # API and of the gateway (tests/modal/emulator.py) on loopback ports.
 # NOT Modal itself: the emulator runs commands on this machine.

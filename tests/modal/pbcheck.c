@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pbcheck.c - the hand-written protobuf encoder and decoder against protoc:
  *   pbcheck encode NAME   writes message NAME, built with pb.c, to stdout

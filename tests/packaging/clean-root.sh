@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # tests/packaging/clean-root.sh DEBDIR - install the built packages into a
 # clean Debian 12 root and check them there (see docs/packaging.md):
 #   * a backend package cannot be installed without the core (hs-backend-abi-N);

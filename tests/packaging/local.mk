@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Distribution packaging (debian/) and its clean-root test; see docs/packaging.md.
 # Not part of `make check`: the test needs the built .deb files.
 #     make deb               # dpkg-buildpackage -us -uc -b in a copy under $(DEB_BUILD_DIR)

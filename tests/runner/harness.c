@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test harness for hs-runner: starts daemons and streams. */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test harness for hs-runner: starts daemons and streams. */
 #ifndef HSR_TEST_HARNESS_H
 #define HSR_TEST_HARNESS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hsr-run: runs one command through an hs-runner stream, for shell tests.
  *
  *   hsr-run [-t MS] [-i] [-C DIR] -- STREAM-ARGV... -- COMMAND-ARGV...

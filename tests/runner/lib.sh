@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared setup for the hs-runner shell tests.
 : "${top_builddir:=.}"
 R="$top_builddir/runner/hs-runner"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A stand-alone hs-runner client for tests/runner/runchan.test: connects
 straight to a daemon's socket and tries to start `touch MARKER`, speaking
 whichever protocol the daemon answers (version 1 had no authentication;

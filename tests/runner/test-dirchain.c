@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the directory-chain check (runner/dirchain.c). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the runner's SHA-256 and HMAC-SHA256 (runner/hmac.c):
  * the test cases of RFC 4231 and FIPS 180-2, messages fed in pieces, and
  * the two directions' proofs never being equal. */

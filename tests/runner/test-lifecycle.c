@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* End-to-end tests of the daemon's limits and lifecycle: the bound on
  * buffered stdin, and SHUTDOWN (see also tests/runner/cli.test). */
 #include <config.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the hs-runner frame layer, with the fuzz smoke test. */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* End-to-end tests of hs-runner through the client library: a daemon per
  * test, streams through `hs-runner --attach`. */
 #include <config.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * common.h - helpers shared by the safety tests (header-only, static).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Credential-mode resolution and the token-file reader, with the fuzz smoke test. */
 #include "config.h"
 

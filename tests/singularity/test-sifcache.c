@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-sifcache.c - the singularity backend's SIF cache, for real: lock
  * files under concurrent builders, a stale lock of a dead process, a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the slurm tests: a private single-node Slurm cluster.
 #
 # Everything lives under $SL_DIR (a mktemp dir): slurm.conf with free ports,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the slurm tests: private dirs, a private cluster, check helpers.
 set -u
 HS=${top_builddir:?}/core/hs

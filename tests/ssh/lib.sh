@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/ssh/lib.sh - sourced by the ssh tests and bench: a private OpenSSH
 # sshd on a free loopback port, with ed25519 keys made now, in a mktemp dir.
 #   ssh_start DIR [nosftp]   start sshd for DIR (keys, config, pid, log in DIR)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Loopback TCP relay for the ssh backend's tests.
 
 relay.py TARGET_PORT CUT_FILE PORT_FILE: listens on a free 127.0.0.1 port

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test-unit.c - unit tests of the ssh backend against the fake host:
  * SHA-256 vectors, shell quoting, fingerprint encoding, configuration
