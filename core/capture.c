@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/capture.h"
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/exec.h"
 #include "core/json.h"
 

@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "core/approval.h"
+#include "core/safety/approval.h"
 #include "core/pipeline.h"
 #include "core/guard.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/pathsec.h"
 #include "core/safety/allowlist.h"
 #include "core/safety/credentials.h"

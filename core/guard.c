@@ -25,7 +25,7 @@
 
 #include "core/core.h"
 #include "core/guard.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/safety/audit.h"
 
 enum {

@@ -1,20 +1,20 @@
 # SPDX-License-Identifier: MIT
 # The hs binary.
-include core/hsconf.mk
+include core/config/hsconf.mk
 
 bin_PROGRAMS += core/hs
 core_hs_SOURCES = \
-	core/main.c core/core.c core/core.h core/cmds.h core/guard.c core/guard.h \
+	core/main.c core/core.c core/core.h core/cli/cmds.h core/guard.c core/guard.h \
 	core/paths.c core/paths.h core/pathsec.c core/pathsec.h \
 	core/loader.c core/loader.h core/json.c core/json.h \
-	core/cmd_backends.c core/cmd_plugin_check.c \
+	core/cli/cmd_backends.c core/cli/cmd_plugin_check.c \
 	core/session.c core/session.h core/shell.c core/shell.h \
 	core/exec.c core/exec-direct.c core/exec.h core/runkey.c core/runkey.h core/env.c core/env.h \
-	core/approval.c core/approval.h core/pipeline.c core/pipeline.h core/capture.c core/capture.h \
-	core/cmd_run.c core/cmd_serve.c core/serve.h core/serve-out.c core/serve-sess.c \
-	core/serve-req.c core/serve-req.h core/cmd_check.c core/cmd_session.c \
+	core/safety/approval.c core/safety/approval.h core/pipeline.c core/pipeline.h core/capture.c core/capture.h \
+	core/cli/cmd_run.c core/serve/cmd_serve.c core/serve/serve.h core/serve/serve-out.c core/serve/serve-sess.c \
+	core/serve/serve-req.c core/serve/serve-req.h core/cli/cmd_check.c core/cli/cmd_session.c \
 	plugins/local/local.c
 dist_man_MANS += man/hs.1
 core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS)
-core_hs_LDADD = core/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a plugins/common/libhsb.a \
+core_hs_LDADD = core/config/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a plugins/common/libhsb.a \
 	sdk/libhsfakehost.a $(YAJL_LIBS) $(LIBCONFIG_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/env.h"
 

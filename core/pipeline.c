@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/env.h"
 #include "core/guard.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/json.h"
 #include "core/pipeline.h"
 #include "core/safety/redact.h"

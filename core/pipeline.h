@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <yajl/yajl_gen.h>
 
-#include "core/approval.h"
+#include "core/safety/approval.h"
 #include "core/capture.h"
 #include "core/exec.h"
 #include "core/session.h"

@@ -215,7 +215,7 @@ hs_session_lock(struct hs_core *c, const char *name, int wait_ms, char *err, siz
 }
 
 #include "core/exec.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 
 int
 hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_conn *cn,

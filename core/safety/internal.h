@@ -9,7 +9,7 @@
 
 #include "core/safety/arena.h"
 #include "core/safety/safety.h"
-#include "core/safety/shparse.h"
+#include "core/safety/shell/shparse.h"
 
 /* ---- policy (policy.c) ---- */
 

@@ -5,7 +5,7 @@
 noinst_LIBRARIES += core/safety/libhssafety.a
 core_safety_libhssafety_a_SOURCES = \
 	core/safety/arena.c core/safety/arena.h \
-	core/safety/shparse.h core/safety/lex.c core/safety/parse.c core/safety/parse-redir.c \
+	core/safety/shell/shparse.h core/safety/shell/lex.c core/safety/shell/parse.c core/safety/shell/parse-redir.c \
 	core/safety/internal.h core/safety/safety.h \
 	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c \
 	core/safety/match.c core/safety/pred.c core/safety/sql.c core/safety/policy.c \
@@ -44,7 +44,7 @@ tests_safety_test_approval_CFLAGS = $(hs_safety_test_cflags)
 tests_safety_test_approval_LDADD = $(hs_safety_test_ldadd)
 tests_safety_test_credentials_SOURCES = tests/safety/test-credentials.c core/safety/fuzz-toml.c
 tests_safety_test_credentials_CFLAGS = $(hs_safety_test_cflags) -DHS_FUZZ_NO_MAIN \
-	-DHS_TOML_SEEDS='"$(abs_top_srcdir)/tests/safety/toml-seeds"'
+	-DHS_TOML_SEEDS='"$(abs_top_srcdir)/tests/fuzz/corpus/toml"'
 tests_safety_test_credentials_LDADD = $(hs_safety_test_ldadd)
 tests_safety_hs_analyse_SOURCES = tests/safety/hs-analyse.c
 tests_safety_hs_analyse_CFLAGS = $(hs_safety_test_cflags)
@@ -76,7 +76,7 @@ FUZZ_TARGETS += fuzz-toml
 CLEANFILES += core/safety/fuzz-toml
 fuzz-toml: core/safety/toml.c core/safety/fuzz-toml.c
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o core/safety/fuzz-toml $(addprefix $(top_srcdir)/,$^)
-	$(FUZZ_RUN) toml core/safety/fuzz-toml $(top_srcdir)/tests/safety/toml-seeds
+	$(FUZZ_RUN) toml core/safety/fuzz-toml $(top_srcdir)/tests/fuzz/corpus/toml
 
 .PHONY: bench-analyse fuzz-analyse fuzz-toml
 
@@ -88,6 +88,6 @@ dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.
 	policy/wrappers.rules policy/run-time-targets.rules
 dist_policy_DATA += policy/env-hooks.rules policy/host-state.rules
 dist_man_MANS += man/hs-policy.5
-EXTRA_DIST += tests/safety/toml-seeds
+EXTRA_DIST += tests/fuzz/corpus/toml
 EXTRA_DIST += core/safety/fuzz-analyse.c tests/safety/dangerous.txt tests/safety/everyday.txt \
 	tests/safety/agent.txt tests/safety/hermes.txt

@@ -15,21 +15,21 @@ tests_daytona_test_json_SOURCES = tests/daytona/test-json.c plugins/daytona/fuzz
 	plugins/daytona/dt-json.c plugins/daytona/dt.h
 tests_daytona_test_json_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(CMOCKA_CFLAGS)
 tests_daytona_test_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/daytona \
-	-DDT_SEEDS='"$(abs_top_srcdir)/tests/daytona/seeds"'
+	-DDT_SEEDS='"$(abs_top_srcdir)/tests/fuzz/corpus/daytona"'
 tests_daytona_test_json_LDADD = $(YAJL_LIBS) $(CMOCKA_LIBS)
 tests_daytona_test_daytona_SOURCES = tests/daytona/test-daytona.c
 tests_daytona_test_daytona_LDADD = sdk/libhsfakehost.a $(DL_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/daytona/test-json tests/daytona/daytona.test tests/daytona/e2e.test
 EXTRA_DIST += tests/daytona/emulator.py tests/daytona/lib.sh tests/daytona/daytona.test tests/daytona/e2e.test \
-	tests/daytona/seeds plugins/daytona/fuzz-json.c
+	tests/fuzz/corpus/daytona plugins/daytona/fuzz-json.c
 
-# libFuzzer target (clang), run by `make fuzz` (tests/fuzz/run.sh) over tests/daytona/seeds.
+# libFuzzer target (clang), run by `make fuzz` (tests/fuzz/run.sh) over tests/fuzz/corpus/daytona.
 FUZZ_TARGETS += fuzz-daytona
 fuzz-daytona: plugins/daytona/fuzz-json.c plugins/daytona/dt-json.c
 	@$(MKDIR_P) plugins/daytona
 	$(FUZZ_CC) -std=gnu11 $(FUZZ_FLAGS) -DDT_FUZZ_MAIN -I$(top_srcdir)/plugins/daytona $(YAJL_CFLAGS) \
 		-o plugins/daytona/fuzz-json $(addprefix $(top_srcdir)/,$^) $(YAJL_LIBS)
-	$(FUZZ_RUN) daytona plugins/daytona/fuzz-json $(top_srcdir)/tests/daytona/seeds
+	$(FUZZ_RUN) daytona plugins/daytona/fuzz-json $(top_srcdir)/tests/fuzz/corpus/daytona
 CLEANFILES += plugins/daytona/fuzz-json
 .PHONY: fuzz-daytona
 

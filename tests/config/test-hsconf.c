@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 
 struct fx {
 	char dir[64];

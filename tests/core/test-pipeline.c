@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "core/core.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/pipeline.h"
 
 static char dir[64];

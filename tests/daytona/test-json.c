@@ -2,7 +2,7 @@
 /*
  * test-json.c - unit tests of the daytona response readers, and the fuzz
  * entry point (plugins/daytona/fuzz-json.c) over the seed corpus in
- * tests/daytona/seeds, with truncations and byte flips of each seed.
+ * tests/fuzz/corpus/daytona, with truncations and byte flips of each seed.
  */
 #include "config.h"
 

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
-# tests/fuzz: libFuzzer targets of the core (serve reader, mount parser),
-# their seed corpora, the smoke test that runs them under `make check`, and
-# `make fuzz`, which builds every target in FUZZ_TARGETS with clang and runs
+# tests/fuzz: the seed corpora of every fuzz target (corpus/NAME), the rules
+# of the core's targets (core/serve/fuzz-serve.c, core/safety/fuzz-mounts.c),
+# the smoke test that runs them under `make check`, and `make fuzz`, which builds every target in FUZZ_TARGETS with clang and runs
 # each for FUZZ_TIME seconds (not part of CI).
 check_PROGRAMS += tests/fuzz/test-fuzz-smoke
 TESTS += tests/fuzz/test-fuzz-smoke
-tests_fuzz_test_fuzz_smoke_SOURCES = tests/fuzz/test-fuzz-smoke.c tests/fuzz/fuzz-serve.c \
-	tests/fuzz/fuzz-mounts.c core/serve-req.c core/serve-req.h core/json.c core/json.h \
+tests_fuzz_test_fuzz_smoke_SOURCES = tests/fuzz/test-fuzz-smoke.c core/serve/fuzz-serve.c \
+	core/safety/fuzz-mounts.c core/serve/serve-req.c core/serve/serve-req.h core/json.c core/json.h \
 	plugins/modal/fuzz-pb.c plugins/modal/pb.c plugins/modal/pb.h
 tests_fuzz_test_fuzz_smoke_CPPFLAGS = $(AM_CPPFLAGS) -DHS_FUZZ_SMOKE
 tests_fuzz_test_fuzz_smoke_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(YAJL_CFLAGS)
@@ -19,12 +19,12 @@ FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(DEFS) $(AM_CPPFLAGS) $
 FUZZ_RUN = FUZZ_TIME=$(FUZZ_TIME) FUZZ_WORK=$(abs_top_builddir)/fuzz-work $(SHELL) $(top_srcdir)/tests/fuzz/run.sh
 
 FUZZ_TARGETS += fuzz-serve fuzz-mounts fuzz-analyse fuzz-runner fuzz-modal-pb
-fuzz-serve: tests/fuzz/fuzz-serve.c core/serve-req.c core/json.c
+fuzz-serve: core/serve/fuzz-serve.c core/serve/serve-req.c core/json.c
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(YAJL_CFLAGS) -o tests/fuzz/fuzz-serve \
 		$(addprefix $(top_srcdir)/,$^) $(YAJL_LIBS)
 	$(FUZZ_RUN) serve tests/fuzz/fuzz-serve $(top_srcdir)/tests/fuzz/corpus/serve
-fuzz-mounts: tests/fuzz/fuzz-mounts.c core/safety/mounts.c
+fuzz-mounts: core/safety/fuzz-mounts.c core/safety/mounts.c
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o tests/fuzz/fuzz-mounts $(addprefix $(top_srcdir)/,$^)
 	$(FUZZ_RUN) mounts tests/fuzz/fuzz-mounts $(top_srcdir)/tests/fuzz/corpus/mounts

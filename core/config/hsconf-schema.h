@@ -2,7 +2,7 @@
 /*
  * hsconf-schema.h - the core's configuration keys: type, default, doc and
  * the tightening order that decides what a later layer may do to a key an
- * administrator locked.  Private to core/hsconf*.c and `hs config`-style
+ * administrator locked.  Private to core/config/hsconf*.c and `hs config`-style
  * listings.
  */
 #ifndef HS_HSCONF_SCHEMA_H

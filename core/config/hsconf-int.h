@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hsconf-int.h - what core/hsconf.c (the merged store, locks, HS_* and the
- * command line) and core/hsconf-file.c (libconfig files) share.
+ * hsconf-int.h - what core/config/hsconf.c (the merged store, locks, HS_* and the
+ * command line) and core/config/hsconf-file.c (libconfig files) share.
  */
 #ifndef HS_HSCONF_INT_H
 #define HS_HSCONF_INT_H
@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/hsconf.h"
-#include "core/hsconf-schema.h"
+#include "core/config/hsconf.h"
+#include "core/config/hsconf-schema.h"
 
 /* Value types: enum hs_config_type, plus "unset" and untyped text. */
 #define HS_VT_UNSET (-1)
@@ -122,7 +122,7 @@ int hs_conf_read_file(struct hs_conf *c, const char *path, int admin, int requir
 /* Read SYSCONFDIR/conf.d/ *.conf in strcmp order.  0 or -1. */
 int hs_conf_read_dir(struct hs_conf *c, const char *dir, char *err, size_t errlen);
 
-/* Shared by core/hsconf.c and core/hsconf-get.c. */
+/* Shared by core/config/hsconf.c and core/config/hsconf-get.c. */
 struct hs_conf_entry *hs_conf_find(const struct hs_conf *c, const char *key);
 /* Text for messages and listings: strings quoted, lists libconfig-style. */
 void hs_conf_value_format(const struct hs_conf_value *v, char *buf, size_t len);

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/approval.h"
+#include "core/safety/approval.h"
 #include "core/core.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/safety/audit.h"
 #include "core/safety/mounts.h"
 #include "core/safety/redact.h"

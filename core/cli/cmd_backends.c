@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/json.h"
 
 struct row {

@@ -6,7 +6,7 @@
  * SYSCONFDIR/conf.d/ *.conf (sorted) < $XDG_CONFIG_HOME/hs/hs.conf < HS_*
  * variables < the --config/HS_CONFIG file < the command line.  The first two
  * are the admin layers: only they may say `locked = [ ... ]`, and a locked
- * key can afterwards only be tightened (see core/hsconf-schema.h); an
+ * key can afterwards only be tightened (see core/config/hsconf-schema.h); an
  * attempt to loosen it is ignored with a warning.  Every file is opened
  * through core/pathsec.h, so a file others could replace is refused.
  *

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/json.h"
-#include "core/serve-req.h"
+#include "core/serve/serve-req.h"
 
 const char *
 hs_serve_shape_check(const char *p, size_t len, unsigned max_depth, size_t max_values)

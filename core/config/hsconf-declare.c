@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hsconf-int.h"
+#include "core/config/hsconf-int.h"
 
 /* The core's enums are the ABI's: a plugin rule is used as it is. */
 _Static_assert((int)HS_ORDER_FIXED == (int)HS_CORDER_FIXED && (int)HS_ORDER_ENUM == (int)HS_CORDER_ENUM &&

@@ -14,7 +14,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "core/safety/shparse.h"
+#include "core/safety/shell/shparse.h"
 
 /* Unquoted brace characters are kept as markers until brace expansion. */
 #define BR_OPEN  '\x02'

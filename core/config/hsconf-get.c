@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/hsconf-int.h"
+#include "core/config/hsconf-int.h"
 
 /* The entry of key when it has a value. */
 static const struct hs_conf_entry *

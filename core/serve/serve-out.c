@@ -14,7 +14,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/json.h"
-#include "core/serve.h"
+#include "core/serve/serve.h"
 
 /* Streamed output a session may have waiting for a slow client before further
  * output events are dropped (the final reply still carries head and tail). */

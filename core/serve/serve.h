@@ -13,7 +13,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "core/approval.h"
+#include "core/safety/approval.h"
 #include "core/exec.h"
 #include "core/pipeline.h"
 #include "core/session.h"

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/hsconf-int.h"
+#include "core/config/hsconf-int.h"
 #include "core/pathsec.h"
 
 /* Config files are small; a bigger one is a mistake, not a config. */

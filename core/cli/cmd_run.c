@@ -13,15 +13,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/approval.h"
+#include "core/safety/approval.h"
 #include "core/guard.h"
 #include "core/capture.h"
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/env.h"
 #include "core/exec.h"
-#include "core/serve-req.h"
-#include "core/hsconf.h"
+#include "core/serve/serve-req.h"
+#include "core/config/hsconf.h"
 #include "core/json.h"
 #include "core/safety/redact.h"
 #include "core/pipeline.h"

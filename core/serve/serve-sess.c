@@ -16,19 +16,19 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
-#include "core/approval.h"
+#include "core/safety/approval.h"
 #include "core/guard.h"
 #include "core/shell.h"
 #include "core/capture.h"
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/env.h"
 #include "core/exec.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/json.h"
 #include "core/safety/redact.h"
-#include "core/serve-req.h"
-#include "core/serve.h"
+#include "core/serve/serve-req.h"
+#include "core/serve/serve.h"
 
 extern char **environ;
 

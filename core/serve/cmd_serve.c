@@ -23,13 +23,13 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 
-#include "core/approval.h"
-#include "core/cmds.h"
+#include "core/safety/approval.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/json.h"
-#include "core/serve-req.h"
-#include "core/serve.h"
+#include "core/serve/serve-req.h"
+#include "core/serve/serve.h"
 
 #define SRV_MAX_LINE (16u * 1024u * 1024u)
 

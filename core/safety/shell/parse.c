@@ -12,7 +12,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "core/safety/shparse.h"
+#include "core/safety/shell/shparse.h"
 
 enum kw {
 	KW_NONE = 0, KW_IF, KW_THEN, KW_ELIF, KW_ELSE, KW_FI, KW_WHILE, KW_UNTIL,

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/approval.h"
-#include "core/cmds.h"
+#include "core/safety/approval.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/json.h"
 #include "core/pipeline.h"
 #include "core/safety/mounts.h"

@@ -9,7 +9,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "core/safety/shparse.h"
+#include "core/safety/shell/shparse.h"
 
 /* A heredoc whose body is still to be read. */
 struct hs_sh_heredoc {

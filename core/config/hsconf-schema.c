@@ -2,14 +2,14 @@
 /*
  * hsconf-schema.c - the core's configuration keys.  Keep conf/hs.conf and
  * man/hs.conf.5 in step with this table.  Backends declare their own keys
- * (hs_backend_v1.config_keys and config_rules; core/hsconf-declare.c).
+ * (hs_backend_v1.config_keys and config_rules; core/config/hsconf-declare.c).
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "hs/backend.h"
-#include "core/hsconf-schema.h"
+#include "core/config/hsconf-schema.h"
 
 static const char *const approval_values[] = { "deny", "ask", "approve", NULL };
 

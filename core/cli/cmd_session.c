@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/runkey.h"
 #include "core/exec.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "core/json.h"
 #include "core/session.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/serve-req.h"
+#include "core/serve/serve-req.h"
 
 int hs_fuzz_serve(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

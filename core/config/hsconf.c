@@ -2,7 +2,7 @@
 /*
  * hsconf.c - the merged configuration: defaults, layers, locked ceilings,
  * HS_* variables, the command line and the getters.  Files are read by
- * core/hsconf-file.c.
+ * core/config/hsconf-file.c.
  */
 #include "config.h"
 
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hsconf-int.h"
+#include "core/config/hsconf-int.h"
 
 extern char **environ;
 

@@ -25,9 +25,9 @@
 
 #include <hs/fakehost.h>
 
-#include "core/cmds.h"
+#include "core/cli/cmds.h"
 #include "core/core.h"
-#include "core/hsconf.h"
+#include "core/config/hsconf.h"
 #include "runner/client.h"
 
 static int failures;
