@@ -307,10 +307,10 @@ md_managed_terminate(struct md_env *e, char *err)
 	return st == HS_E_NOTFOUND ? HS_OK : st;
 }
 
-/* Write data to a private file in the sandbox through an exec of sh and cat. */
+/* Run argv with data on its stdin; *code gets its exit code. */
 static int32_t
-put_file(struct md_env *e, const char *path, const char *data, size_t len, uint64_t deadline,
-         char *err)
+run_with_stdin(struct md_env *e, const char *const *argv, size_t argc, const char *data, size_t len,
+               uint64_t deadline, int32_t *xcode, char *err)
 {
 	char p[600];
 	yajl_val v = NULL;
@@ -318,8 +318,7 @@ put_file(struct md_env *e, const char *path, const char *data, size_t len, uint6
 	yajl_gen_map_open(g);
 	yajl_gen_string(g, (const unsigned char *)"argv", 4);
 	yajl_gen_array_open(g);
-	const char *argv[] = { "/bin/sh", "-c", MD_PUTFILE, "hs", path };
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < argc; i++)
 		yajl_gen_string(g, (const unsigned char *)argv[i], strlen(argv[i]));
 	yajl_gen_array_close(g);
 	char *in = b64_encode((const uint8_t *)data, len);
@@ -362,14 +361,74 @@ put_file(struct md_env *e, const char *path, const char *data, size_t len, uint6
 		long long x = code && YAJL_IS_INTEGER(code) ? YAJL_GET_INTEGER(code) : -1;
 		yajl_tree_free(v);
 		if (fin) {
-			if (x == 0)
-				return HS_OK;
-			snprintf(err, HS_ERR_MAX, "modal: cannot write '%s' in the sandbox (exit %lld)", path, x);
-			return HS_E_IO;
+			*xcode = (int32_t)x;
+			return HS_OK;
 		}
 	}
-	snprintf(err, HS_ERR_MAX, "modal: writing '%s' in the sandbox did not finish", path);
+	snprintf(err, HS_ERR_MAX, "modal: a setup command in the sandbox did not finish");
 	return HS_E_TIMEOUT;
+}
+
+/* Write data to a private file in the sandbox through an exec of sh and cat. */
+static int32_t
+put_file(struct md_env *e, const char *path, const char *data, size_t len, uint64_t deadline,
+         char *err)
+{
+	const char *argv[] = { "/bin/sh", "-c", MD_PUTFILE, "hs", path };
+	int32_t code = -1, st = run_with_stdin(e, argv, 5, data, len, deadline, &code, err);
+	if (st == HS_OK && code != 0) {
+		snprintf(err, HS_ERR_MAX, "modal: cannot write '%s' in the sandbox (exit %d)", path, code);
+		st = HS_E_IO;
+	}
+	return st;
+}
+
+int32_t
+md_managed_run_stdin(struct md_env *e, const char *const *argv, size_t argc, const void *data,
+                     size_t len, int32_t *code, char *err)
+{
+	return run_with_stdin(e, argv, argc, data, len, e->st->host->now_ms(e->st->host->ctx) + 120000,
+	                      code, err);
+}
+
+/*
+ * Under the one-shot runner the gateway's cancel (a kill of the exec's
+ * process group) would kill the runner before it kills the tree: first kill
+ * the command through a second exec, so the runner kills what is left and
+ * exits, and wait (5 s at most) for the exec to end.
+ */
+static void
+runner_kill(struct md_env *e, const char *eid, const char *pidfile)
+{
+	char p[600], e2[HS_ERR_MAX];
+	const char *argv[] = { "/bin/sh", "-c", MD_KILL, "hs", pidfile };
+	uint64_t until = e->st->host->now_ms(e->st->host->ctx) + 5000;
+	int32_t code = -1;
+	/* The caller's cancel must not stop the kill itself. */
+	__atomic_store_n(&e->cancel, 0, __ATOMIC_SEQ_CST);
+	if (run_with_stdin(e, argv, 5, "", 0, until, &code, e2) != HS_OK) {
+		e->st->host->log(e->st->host->ctx, HS_LOG_WARN, "modal: cannot kill the command: %s", e2);
+		return;
+	}
+	long long off = 0;
+	while (e->st->host->now_ms(e->st->host->ctx) < until) {
+		yajl_val v = NULL;
+		snprintf(p, sizeof(p), "/v1/sandboxes/%s/execs/%s/output?offset=%lld&wait_ms=1000", e->sandbox_id,
+		         eid, off);
+		if (request(e, "GET", p, NULL, 0, until, &v, NULL, e2) != HS_OK) {
+			yajl_tree_free(v);
+			return;
+		}
+		const char *dp[] = { "done", NULL }, *np[] = { "next_offset", NULL };
+		yajl_val done = yajl_tree_get(v, dp, yajl_t_any);
+		yajl_val next = yajl_tree_get(v, np, yajl_t_number);
+		int fin = done && YAJL_IS_TRUE(done);
+		if (next && YAJL_IS_INTEGER(next) && YAJL_GET_INTEGER(next) > off)
+			off = YAJL_GET_INTEGER(next); /* output after the kill is dropped */
+		yajl_tree_free(v);
+		if (fin)
+			return;
+	}
 }
 
 int32_t
@@ -404,9 +463,21 @@ md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_
 	yajl_gen_map_open(g);
 	yajl_gen_string(g, (const unsigned char *)"argv", 4);
 	yajl_gen_array_open(g);
-	char secs[32] = "";
-	if (req->deadline_ms > 0)
+	char secs[32] = "", dl[32] = "";
+	if (e->runner[0]) {
+		/* Under the one-shot runner: it kills the whole tree at the deadline. */
+		const char *rp[] = { e->runner, "--exec", "--grace-ms", "1000" };
+		for (size_t i = 0; i < 4; i++)
+			yajl_gen_string(g, (const unsigned char *)rp[i], strlen(rp[i]));
+		if (req->deadline_ms > 0) {
+			snprintf(dl, sizeof(dl), "%lld", (long long)req->deadline_ms);
+			yajl_gen_string(g, (const unsigned char *)"--deadline-ms", 13);
+			yajl_gen_string(g, (const unsigned char *)dl, strlen(dl));
+		}
+		yajl_gen_string(g, (const unsigned char *)"--", 2);
+	} else if (req->deadline_ms > 0) {
 		snprintf(secs, sizeof(secs), "%lld", MD_BACKSTOP_S(req->deadline_ms));
+	}
 	const char *pre[] = { "/bin/sh", "-c", MD_WRAP, "hs", pidfile, req->cwd ? req->cwd : "",
 		              req->n_env ? envfile : "", secs };
 	for (size_t i = 0; i < 8; i++)
@@ -502,6 +573,8 @@ md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_
 stop:
 	if (st == HS_E_TIMEOUT || st == HS_E_CANCELLED) {
 		char e2[HS_ERR_MAX];
+		if (eid[0] && e->runner[0])
+			runner_kill(e, eid, pidfile);
 		if (eid[0]) {
 			snprintf(path, sizeof(path), "/v1/sandboxes/%s/execs/%s/cancel", e->sandbox_id, eid);
 			if (request(e, "POST", path, NULL, 0, 0, NULL, NULL, e2) != HS_OK)

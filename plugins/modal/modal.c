@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * modal.c - the modal backend: sessions run in Modal Sandboxes, one exec per
- * command (Modal has no program host for hs-runner's attach stream).
+ * command (Modal has no program host for hs-runner's attach stream).  Where
+ * the host's hs-runner fits the sandbox's architecture it is placed once per
+ * sandbox (place_runner) and every command runs under `hs-runner --exec`,
+ * which kills the whole tree at the deadline, setsid children too.
  *
  * The credential mode (direct: the user's Modal token over gRPC; managed: a
  * gateway's REST API) is resolved by the core (core/safety/credentials.c)
@@ -17,11 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "modal.h"
+#include "runner/hmac.h"
 
 static const struct hs_config_key md_keys[] = {
 	{ "mode", HS_CONF_STRING, "\"auto\" (managed, else direct), \"direct\" or \"managed\" (HS_MODAL_MODE)" },
@@ -174,6 +179,113 @@ record_save(struct md_env *e)
 		unlink(tmp);
 }
 
+/*
+ * Places the one-shot runner: sh -c PUT_RUNNER hs ARCH DIR SIZE SHA256 MODE
+ * with the runner on stdin (MODE "put") or nothing (MODE "check").  Exit 3:
+ * the sandbox is another architecture; 4: DIR is not a private directory of
+ * ours; 8 ("check"): not there yet; 0: DIR/hs-runner is in place, its size
+ * and (where sha256sum exists) its hash checked.
+ */
+#define PUT_RUNNER \
+	"A=$1 D=$2 S=$3 H=$4 f=\"$2/hs-runner\"\n" \
+	"drain() { cat >/dev/null; }\n" \
+	"[ \"$(uname -m 2>/dev/null)\" = \"$A\" ] || { drain; exit 3; }\n" \
+	"umask 077; mkdir -p \"$D\" 2>/dev/null\n" \
+	"[ -d \"$D\" ] && [ ! -L \"$D\" ] && [ -O \"$D\" ] && chmod 700 \"$D\" || { drain; exit 4; }\n" \
+	"ok() { [ -f \"$1\" ] && [ \"$(wc -c < \"$1\")\" -eq \"$S\" ] || return 1\n" \
+	" if command -v sha256sum >/dev/null 2>&1; then [ \"$(sha256sum < \"$1\" | cut -d' ' -f1)\" = \"$H\" ] || return 1; fi; }\n" \
+	"[ -x \"$f\" ] && ok \"$f\" && { drain; exit 0; }\n" \
+	"[ \"$5\" = put ] || { drain; exit 8; }\n" \
+	"cat > \"$f.up\" || exit 5\n" \
+	"ok \"$f.up\" || { rm -f \"$f.up\"; exit 6; }\n" \
+	"chmod 700 \"$f.up\" && mv -f \"$f.up\" \"$f\" || exit 7\n"
+
+static int32_t
+run_stdin(struct md_env *e, const char *const *argv, size_t argc, const void *data, size_t len,
+          int32_t *code, char *err)
+{
+	return e->managed ? md_managed_run_stdin(e, argv, argc, data, len, code, err)
+	                  : md_direct_run_stdin(e, argv, argc, data, len, code, err);
+}
+
+/*
+ * Put the host's hs-runner into the sandbox, once per sandbox (named by its
+ * hash), when it fits the sandbox's architecture; commands then run under
+ * `hs-runner --exec`.  Best effort: e->runner stays "" otherwise, and a
+ * deadline or cancel kills the command's process group only.
+ */
+static void
+place_runner(struct md_env *e)
+{
+	const char *local = e->st->host->runner_path;
+	struct utsname un;
+	char err[HS_ERR_MAX] = "", dir[64], size[32], hex[2 * HSR_SHA256_LEN + 1];
+	uint8_t sum[HSR_SHA256_LEN];
+	struct hsr_sha256 h;
+	unsigned char *img = NULL;
+	size_t len = 0, cap = 0;
+	int32_t code = -1, st = HS_E_IO;
+
+	e->runner[0] = '\0';
+	if (!local || !local[0] || uname(&un) < 0)
+		return;
+	FILE *f = fopen(local, "re");
+	if (!f) {
+		snprintf(err, sizeof(err), "cannot read '%s': %s", local, strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		if (len == cap) {
+			unsigned char *n = realloc(img, cap ? cap * 2 : 1u << 20);
+			if (!n)
+				break;
+			img = n;
+			cap = cap ? cap * 2 : 1u << 20;
+		}
+		size_t got = fread(img + len, 1, cap - len, f);
+		if (!got)
+			break;
+		len += got;
+	}
+	int bad = ferror(f) || !feof(f);
+	fclose(f);
+	if (bad || !len) {
+		snprintf(err, sizeof(err), "cannot read '%s'", local);
+		goto out;
+	}
+	hsr_sha256_init(&h);
+	hsr_sha256_update(&h, img, len);
+	hsr_sha256_final(&h, sum);
+	for (size_t i = 0; i < sizeof(sum); i++)
+		snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+	snprintf(dir, sizeof(dir), "/tmp/.hs-runner-%.16s", hex);
+	snprintf(size, sizeof(size), "%zu", len);
+	const char *argv[] = { "/bin/sh", "-c", PUT_RUNNER, "hs", un.machine, dir, size, hex, "check" };
+	st = run_stdin(e, argv, 9, "", 0, &code, err);
+	if (st == HS_OK && code == 8) {
+		argv[8] = "put";
+		st = run_stdin(e, argv, 9, img, len, &code, err);
+	}
+	if (st == HS_OK && code == 3) {
+		e->st->host->log(e->st->host->ctx, HS_LOG_INFO,
+		                 "modal sandbox %s is not %s: no one-shot runner, a deadline or cancel kills "
+		                 "the command's process group only", e->sandbox_id, un.machine);
+		goto out;
+	}
+	if (st == HS_OK && code != 0) {
+		snprintf(err, sizeof(err), "placing it in %s failed (exit %d)", dir, code);
+		st = HS_E_IO;
+	}
+	if (st == HS_OK)
+		snprintf(e->runner, sizeof(e->runner), "%s/hs-runner", dir);
+out:
+	free(img);
+	if (st != HS_OK)
+		e->st->host->log(e->st->host->ctx, HS_LOG_WARN,
+		                 "no one-shot runner in modal sandbox %s (%s): a deadline or cancel kills "
+		                 "the command's process group only", e->sandbox_id, err);
+}
+
 static int32_t
 md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_props *props,
         char *err)
@@ -244,6 +356,7 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		goto fail;
 	if (spec->flags & HS_SPEC_PERSISTENT)
 		record_save(e);
+	place_runner(e);
 	props->host_access = 0;
 	props->runner = 0;
 	snprintf(props->isolation, sizeof(props->isolation), "remote");

@@ -36,6 +36,7 @@ struct md_env {
 	volatile int cancel;       /* set by cancel() for cur_exec */
 	volatile uint64_t cur_exec;
 	uint64_t drops;            /* output streams resumed after a break (for tests) */
+	char runner[96];           /* the one-shot hs-runner in the sandbox; "" when none */
 };
 
 /*
@@ -57,11 +58,20 @@ int md_get_str(const struct pb_buf *m, uint32_t num, char *out, size_t len);
 /* Is url acceptable as an endpoint: https, or http to loopback only. */
 int md_url_ok(const char *url);
 
+/*
+ * Run argv in the sandbox with data on its stdin (a setup command, two
+ * minutes at most); *code gets its exit code.
+ */
+int32_t md_direct_run_stdin(struct md_env *e, const char *const *argv, size_t argc, const void *data,
+                            size_t len, int32_t *code, char *err);
+
 /* Managed mode (managed.c). */
 int32_t md_managed_open(struct md_env *e, int reattach, char *err);
 int32_t md_managed_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_result *res,
                         char *err);
 int32_t md_managed_terminate(struct md_env *e, char *err);
+int32_t md_managed_run_stdin(struct md_env *e, const char *const *argv, size_t argc, const void *data,
+                             size_t len, int32_t *code, char *err);
 
 /*
  * The wrapper every command runs in: it records its pid (so a timed-out or

@@ -216,22 +216,46 @@ remote_kill(struct md_env *e, const char *exec_id, const char *pidfile)
 	e->r.cancel = saved;
 }
 
+/* Run argv with data on its stdin; *code gets its exit code. */
+static int32_t
+run_with_stdin(struct md_env *e, const char *exec_id, const char *const *argv, size_t argc,
+               const void *data, size_t len, uint64_t deadline, int32_t *code, char *err)
+{
+	int32_t st = start(e, exec_id, argv, argc, 60, deadline, err);
+	if (st == HS_OK)
+		st = stdin_write(e, exec_id, data, len, deadline, err);
+	if (st == HS_OK)
+		st = wait_exit(e, exec_id, deadline ? deadline : md_now(e) + 60000, code, err);
+	return st;
+}
+
 /* Write data to a private file in the sandbox (exec of sh and cat); HS_OK when it exited 0. */
 static int32_t
 put_file(struct md_env *e, const char *exec_id, const char *path, const char *data, size_t len,
          uint64_t deadline, char *err)
 {
 	const char *argv[] = { "/bin/sh", "-c", MD_PUTFILE, "hs", path };
-	int32_t code = -1, st = start(e, exec_id, argv, 5, 60, deadline, err);
-	if (st == HS_OK)
-		st = stdin_write(e, exec_id, data, len, deadline, err);
-	if (st == HS_OK)
-		st = wait_exit(e, exec_id, deadline ? deadline : md_now(e) + 60000, &code, err);
+	int32_t code = -1, st = run_with_stdin(e, exec_id, argv, 5, data, len, deadline, &code, err);
 	if (st == HS_OK && code != 0) {
 		snprintf(err, HS_ERR_MAX, "modal: cannot write '%s' in the sandbox (exit %d)", path, code);
 		st = HS_E_IO;
 	}
 	return st;
+}
+
+int32_t
+md_direct_run_stdin(struct md_env *e, const char *const *argv, size_t argc, const void *data,
+                    size_t len, int32_t *code, char *err)
+{
+	char exec_id[200];
+	int32_t st;
+	if ((!e->r.bearer[0] || md_now(e) - e->router_at > RT_REFRESH_MS) &&
+	    (st = router_access(e, err)) != HS_OK)
+		return st;
+	static unsigned seq;
+	snprintf(exec_id, sizeof(exec_id), "hs-%s-setup-%llu-%u", e->env_name, (unsigned long long)md_now(e),
+	         __atomic_add_fetch(&seq, 1, __ATOMIC_SEQ_CST));
+	return run_with_stdin(e, exec_id, argv, argc, data, len, md_now(e) + 120000, code, err);
 }
 
 int32_t
@@ -266,12 +290,26 @@ md_direct_exec(struct md_env *e, const struct hs_exec_req *req, struct hs_exec_r
 		if (st != HS_OK)
 			goto stop_early;
 	}
-	argv = calloc(req->argc + 8, sizeof(*argv));
+	argv = calloc(req->argc + 16, sizeof(*argv));
 	if (!argv) {
 		snprintf(err, HS_ERR_MAX, "out of memory");
 		return HS_E_NOMEM;
 	}
 	size_t n = 0;
+	char dl[32] = "";
+	if (e->runner[0]) {
+		/* Under the one-shot runner: it kills the whole tree at the deadline. */
+		argv[n++] = e->runner;
+		argv[n++] = "--exec";
+		argv[n++] = "--grace-ms";
+		argv[n++] = "1000";
+		if (req->deadline_ms > 0) {
+			snprintf(dl, sizeof(dl), "%lld", (long long)req->deadline_ms);
+			argv[n++] = "--deadline-ms";
+			argv[n++] = dl;
+		}
+		argv[n++] = "--";
+	}
 	argv[n++] = "/bin/sh";
 	argv[n++] = "-c";
 	argv[n++] = MD_WRAP;
