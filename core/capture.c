@@ -152,4 +152,10 @@ hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capt
 	hs_json_kint(g, "stderr_dropped", (long long)cap[2].dropped);
 	hs_json_kint(g, "duration_ms", res->duration_ms);
 	hs_json_kint(g, "hs_files_restored", restored);
+	/* Background jobs the command left running in the session shell. */
+	hs_json_kint(g, "jobs_left", res->jobs_left);
+	if (res->shell_restarted) {
+		hs_json_kbool(g, "shell_restarted", 1);
+		hs_json_kstr(g, "shell_restarted_reason", res->restart_reason);
+	}
 }

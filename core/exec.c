@@ -123,6 +123,8 @@ hs_conn_open(struct hs_conn *cn, struct hs_backend *be, const struct hs_env_spec
 		snprintf(cn->props.shell, sizeof(cn->props.shell), "/bin/sh");
 	/* Without a runner, a backend's exec runs each command (exec mode). */
 	cn->exec_mode = (!be->plugin.desc.runner_stream || !cn->props.runner) && be->plugin.desc.exec;
+	/* With one, a session keeps one persistent bash in the runner. */
+	cn->session_shell = !cn->exec_mode && hs_shell_is_bash(cn->props.shell);
 	if (cn->exec_mode)
 		snprintf(cn->snapshot, sizeof(cn->snapshot), "%s%s%s/shell.snap",
 		         cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp/.hs-",
@@ -332,20 +334,33 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 
 #define HS_ARGV_MAX 8
 
-/* The runner's EXEC for o: SHELL -c WRAPPER hs SNAPSHOT CWD COMMAND. */
+/* The runner's EXEC for o: SHELL -c WRAPPER hs SNAPSHOT CWD COMMAND, or in
+ * the session shell SHELL COMMAND START_DIR CWD K=V... (argv has room for
+ * HS_ARGV_MAX + n_sets entries). */
 static void
 exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, const char **argv,
           struct hsr_exec_spec *spec)
 {
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
+	int session = cn->session_shell && o->keep_state;
 	argv[0] = cn->props.shell;
-	argv[1] = "-c";
-	argv[2] = hs_shell_wrapper(cn->props.shell);
-	argv[3] = "hs";
-	argv[4] = cn->snapshot;
-	argv[5] = o->cwd ? o->cwd : "";
-	argv[6] = o->command;
-	argv[7] = NULL;
+	if (session) {
+		size_t k = 4;
+		argv[1] = o->command;
+		argv[2] = o->start_dir ? o->start_dir : "";
+		argv[3] = o->cwd ? o->cwd : "";
+		for (size_t i = 0; i < o->n_sets; i++)
+			argv[k++] = o->sets[i];
+		argv[k] = NULL;
+	} else {
+		argv[1] = "-c";
+		argv[2] = hs_shell_wrapper(cn->props.shell);
+		argv[3] = "hs";
+		argv[4] = cn->snapshot;
+		argv[5] = o->cwd ? o->cwd : "";
+		argv[6] = o->command;
+		argv[7] = NULL;
+	}
 	*spec = (struct hsr_exec_spec){
 		.id = id,
 		.argv = argv,
@@ -354,7 +369,8 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.deadline_ms = o->deadline_ms,
 		.grace_ms = o->grace_ms,
 		.stdin_pipe = o->stdin_pipe,
-		.want_state = o->keep_state,
+		.want_state = o->keep_state && !session,
+		.session = session,
 		.merge_env = cn->merge_env,
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
@@ -395,7 +411,7 @@ int
 hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
              struct hs_exec_out *out, char *err, size_t errlen)
 {
-	const char *argv[HS_ARGV_MAX];
+	const char **argv = calloc(HS_ARGV_MAX + o->n_sets, sizeof(*argv));
 	struct state_buf state = { 0 };
 	struct hs_redactor *red[3] = { NULL, NULL, NULL };
 	struct hsr_event ev;
@@ -406,9 +422,15 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256] = "";
 
-	if (cn->exec_mode)
+	if (cn->exec_mode) {
+		free(argv);
 		return hs_conn_exec_direct(cn, o, sink, out, err, errlen);
+	}
 	memset(out, 0, sizeof(*out));
+	if (!argv) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (o->n_secrets && sink) {
 		for (int i = 1; i <= 2; i++)
 			if (hs_redactor_new(&red[i], (const char *const *)o->secrets, o->n_secrets) < 0) {
@@ -548,6 +570,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			out->exit_code = ev.exit_code;
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;
+			out->jobs_left = ev.jobs_left;
+			out->shell_restarted = ev.shell_restarted;
+			snprintf(out->restart_reason, sizeof(out->restart_reason), "%s", ev.reason);
 			if (deadline_cancel && ev.cancelled) { /* the core's backup of the deadline */
 				out->timed_out = 1;
 				out->cancelled = 0;
@@ -596,6 +621,7 @@ out:
 	for (int i = 1; i <= 2; i++)
 		hs_redactor_free(red[i]);
 	free(state.data);
+	free(argv);
 	return rc;
 }
 

@@ -23,6 +23,7 @@ struct hs_conn {
 	struct hs_env_props props;
 	struct hsr_client *rc;   /* the runner stream; NULL in exec mode */
 	int exec_mode;           /* no runner: every command is one backend exec */
+	int session_shell;       /* the runner keeps one persistent bash for the session */
 	int merge_env;           /* a sandbox: envp holds only the per-command variables,
 	                            laid over the sandbox's own environment */
 	int32_t open_status;     /* the backend's status when open failed (HS_E_DENIED, ...) */
@@ -66,7 +67,11 @@ struct hs_exec_opts {
 	int64_t grace_ms;          /* -1: default */
 	uint64_t head_bytes, tail_bytes; /* 0,0: lossless (hs run) */
 	int stdin_pipe;
-	int keep_state;            /* write the shell snapshot back (foreground commands) */
+	int keep_state;            /* write the shell snapshot back (foreground commands); with a
+	                              session shell: run in it */
+	const char *const *sets;   /* session shell: "K=V" for this command only (envp is the
+	                              session's environment without them) */
+	size_t n_sets;
 	char *const *secrets;      /* values replaced by [REDACTED] in the output; may be NULL */
 	size_t n_secrets;
 };
@@ -78,6 +83,9 @@ struct hs_exec_out {
 	uint64_t dropped[3];
 	uint64_t total[3];
 	int64_t duration_ms;
+	unsigned jobs_left;        /* background processes the command left running */
+	int shell_restarted;       /* the session shell lost its state during the command */
+	char restart_reason[200];
 };
 
 /*

@@ -66,11 +66,17 @@ hs_session_init(struct hs_session *s, struct hs_core *c, const char *name, int p
 
 /* Where commands start unless told: the backend's directory, else the caller's. */
 static void
-set_start_dir(struct hs_session *s)
+set_start_dir(struct hs_session *s, const struct hs_env_spec *spec)
 {
+	const char *ws = spec ? spec->workdir : NULL;
 	s->start_dir[0] = '\0';
 	if (s->cn.props.start_dir[0] && memchr(s->cn.props.start_dir, 0, sizeof(s->cn.props.start_dir)))
 		snprintf(s->start_dir, sizeof(s->start_dir), "%s", s->cn.props.start_dir);
+	else if (ws && ws[0] == '/' && (s->cn.props.env_flags & HS_ENVP_CALLER_CWD) &&
+	         strlen(ws) < sizeof(s->start_dir))
+		snprintf(s->start_dir, sizeof(s->start_dir), "%s", ws);
+	else if (s->start_cwd && s->start_cwd[0] == '/' && strlen(s->start_cwd) < sizeof(s->start_dir))
+		snprintf(s->start_dir, sizeof(s->start_dir), "%s", s->start_cwd);
 	else if (s->caller_cwd && (s->cn.props.env_flags & HS_ENVP_CALLER_CWD) &&
 	         !getcwd(s->start_dir, sizeof(s->start_dir)))
 		s->start_dir[0] = '\0';
@@ -122,7 +128,7 @@ hs_session_open(struct hs_session *s, const char *backend, struct hs_env_spec *s
 	if (s->lockfd == -1)
 		return s->cn.open_status == HS_E_DENIED ? HS_OUTCOME_DENIED : HS_OUTCOME_FAILED;
 	s->opened = 1;
-	set_start_dir(s);
+	set_start_dir(s, spec);
 	return HS_OUTCOME_OK;
 }
 
@@ -210,7 +216,24 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 		return hs_conn_start_job(&s->cn, &eo, (size_t)s->lim.output_limit, &res->job, res->why,
 		                         sizeof(res->why)) < 0 ? HS_OUTCOME_FAILED : HS_OUTCOME_OK;
 	}
+	/* The session shell keeps the session's environment; per-command
+	 * variables travel apart and apply to that command only. */
+	struct hs_envlist base = { 0 };
+	if (rq->keep_state && s->cn.session_shell && rq->n_sets) {
+		const char *const *pass = NULL;
+		size_t n_pass = 0;
+		const char *bad = NULL;
+		hs_conf_strings(s->c->conf, "env_passthrough", &pass, &n_pass);
+		if (hs_env_build(&base, environ, pass, n_pass, NULL, 0, s->cn.merge_env, &bad) < 0) {
+			snprintf(res->why, sizeof(res->why), "out of memory");
+			return HS_OUTCOME_FAILED;
+		}
+		eo.envp = base.v;
+		eo.sets = rq->sets;
+		eo.n_sets = rq->n_sets;
+	}
 	int rc = run_guarded(s, rq, &eo, sink, res);
+	hs_env_free(&base);
 	hs_approval_audit(s->c, g, an, v, 1, audit_code(rc, &res->out), res->out.duration_ms);
 	return rc < 0 ? HS_OUTCOME_FAILED : HS_OUTCOME_OK;
 }

@@ -53,6 +53,8 @@ struct hs_session {
 	int mode;                     /* effective enum hs_approval_mode */
 	const struct hs_asker *asker; /* who answers in ask mode; NULL: nobody */
 	int caller_cwd;               /* the front end has a caller whose cwd means something */
+	const char *start_cwd;        /* where the caller asks the session to start (serve's
+	                                 open{cwd}); read during hs_session_open only */
 	struct hs_grants grants;
 	struct hs_limits lim;
 	struct hs_record rec;

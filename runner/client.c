@@ -366,6 +366,8 @@ int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *s)
 		flags |= HSR_EXEC_WANT_STATE;
 	if (s->merge_env)
 		flags |= HSR_EXEC_MERGE_ENV;
+	if (s->session)
+		flags |= HSR_EXEC_SESSION;
 	pthread_mutex_lock(&c->lock);
 	hsr_exec_encode(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
 			s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,
@@ -572,6 +574,9 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 		ev->dropped[2] = m->dropped[2];
 		for (int s = 1; s <= 3; s++)
 			ev->total[s] = m->total[s];
+		ev->shell_restarted = m->restarted;
+		ev->jobs_left = m->jobs;
+		snprintf(ev->reason, sizeof(ev->reason), "%.*s", (int)m->str_len, m->str ? m->str : "");
 		return 0;
 	case HSR_F_ERROR:
 		ev->type = HSR_EV_ERROR;

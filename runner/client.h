@@ -69,6 +69,7 @@ struct hsr_exec_spec {
 	int stdin_pipe;
 	int want_state;
 	int merge_env;  /* envp overrides the daemon's environment (HSR_EXEC_MERGE_ENV) */
+	int session;    /* run in the session shell (HSR_EXEC_SESSION; argv as documented there) */
 	uint64_t head_bytes, tail_bytes;
 	uint64_t initial_credit;
 };
@@ -155,6 +156,9 @@ struct hsr_event {
 	const struct hsr_attach_entry *attach;
 	size_t nattach;
 	uint64_t token;      /* PONG */
+	int shell_restarted; /* EXIT: the session shell lost its state (reason says why) */
+	unsigned jobs_left;  /* EXIT: processes the command left running (session shell) */
+	char reason[200];
 	int code;            /* ERROR: an enum hsr_error_code */
 	char message[256];   /* ERROR */
 };

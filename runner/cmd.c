@@ -37,6 +37,11 @@ void hsr_cmd_free(struct hsr_cmd *cmd)
 	 * command: nobody is left to collect its output. */
 	close_fd(&cmd->ctl_fd);
 	close_fd(&cmd->status_fd);
+	if (cmd->session) {
+		close_fd(&cmd->hold_fd);
+		close_fd(&cmd->sync_fd);
+		free(cmd->req);
+	}
 	hsr_buf_free(&cmd->stdin_buf);
 	free(cmd);
 }
@@ -76,6 +81,26 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	if (!cmd) {
 		hsr_conn_error(c, req->id, HSR_E_LIMIT, "out of memory");
 		goto out;
+	}
+	if (req->flags & HSR_EXEC_SESSION) {
+		if (!req->argv[1] || !req->argv[2] || !req->argv[3]) {
+			hsr_conn_error(c, req->id, HSR_E_PROTO, "malformed session exec request");
+			goto fail;
+		}
+		cmd->id = req->id;
+		cmd->owner = c;
+		cmd->credit = req->credit;
+		cmd->grace_ms = req->grace_ms;
+		for (int s = 0; s <= 3; s++)
+			cmd->pipe_fd[s] = -1;
+		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;
+		hsr_spool_init(&cmd->sp[1], req->head, req->tail);
+		hsr_spool_init(&cmd->sp[2], req->head, req->tail);
+		hsr_spool_init(&cmd->sp[3], 0, 0);
+		cmd->next = d->cmds;
+		d->cmds = cmd;
+		hsr_shell_exec(d, c, req, cmd);
+		return;
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
 	    pipe2(ctl, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 ||
@@ -248,11 +273,15 @@ int64_t hsr_cmd_stdin_hold(const struct hsr_cmd *cmd, const struct hsr_conn *c, 
 	return until;
 }
 
-void hsr_cmd_control(struct hsr_cmd *cmd, uint8_t op, uint32_t arg)
+void hsr_cmd_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint32_t arg)
 {
 	uint8_t msg[5] = { op, (uint8_t)arg, (uint8_t)(arg >> 8), (uint8_t)(arg >> 16),
 			   (uint8_t)(arg >> 24) };
 
+	if (cmd->session) {
+		hsr_shell_control(d, cmd, op, arg);
+		return;
+	}
 	if (cmd->done || cmd->ctl_fd < 0)
 		return;
 	if (write(cmd->ctl_fd, msg, sizeof(msg)) < 0)
@@ -260,11 +289,15 @@ void hsr_cmd_control(struct hsr_cmd *cmd, uint8_t op, uint32_t arg)
 			 (unsigned long long)cmd->id, strerror(errno));
 }
 
-void hsr_cmd_stop(struct hsr_cmd *cmd, uint32_t grace)
+void hsr_cmd_stop(struct hsr_daemon *d, struct hsr_cmd *cmd, uint32_t grace)
 {
 	uint8_t msg[5] = { HSR_SHIM_CANCEL, (uint8_t)grace, (uint8_t)(grace >> 8),
 			   (uint8_t)(grace >> 16), (uint8_t)(grace >> 24) };
 
+	if (cmd->session) {
+		hsr_shell_control(d, cmd, HSR_SHIM_CANCEL, grace);
+		return;
+	}
 	cmd->watch_shim = 1;
 	/* EPIPE: the shim already exited; poll reports that next. */
 	if (cmd->ctl_fd >= 0 && write(cmd->ctl_fd, msg, sizeof(msg)) < 0 && errno != EPIPE)
@@ -274,6 +307,8 @@ void hsr_cmd_stop(struct hsr_cmd *cmd, uint32_t grace)
 
 int hsr_cmd_dead(const struct hsr_cmd *cmd)
 {
+	if (cmd->session)
+		return cmd->done; /* the shell's processes: hsr_shell_alive() */
 	return cmd->ctl_fd < 0;
 }
 
@@ -399,7 +434,7 @@ static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 				       "the command was stopped", strerror(e));
 		close_fd(&cmd->pipe_fd[s]);
 		if (!cmd->done)
-			hsr_cmd_stop(cmd, HSR_GRACE_DEFAULT);
+			hsr_cmd_stop(d, cmd, HSR_GRACE_DEFAULT);
 		return;
 	}
 	if (cmd->done)
@@ -442,6 +477,9 @@ void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *
 			continue;
 		if (hsr_spool_full(&cmd->sp[s]))
 			cmd->drain_until = now + HSR_DRAIN_MS;
+		else if (now >= cmd->drain_until && cmd->session && !cmd->st.timed_out &&
+			 !cmd->st.cancelled)
+			hsr_shell_keep_pipe(d, cmd, s); /* a background job writes on */
 		else if (now >= cmd->drain_until)
 			close_fd(&cmd->pipe_fd[s]);
 	}
@@ -505,6 +543,10 @@ static void maybe_exit(struct hsr_cmd *cmd, struct hsr_conn *c)
 	m.exit_code = cmd->st.exit_code;
 	m.timed_out = cmd->st.timed_out;
 	m.cancelled = cmd->st.cancelled;
+	m.restarted = cmd->restarted;
+	m.jobs = cmd->jobs_left;
+	m.str = cmd->reason;
+	m.str_len = (uint32_t)strlen(cmd->reason);
 	for (int s = 1; s <= 3; s++) {
 		m.dropped[s] = cmd->sp[s].dropped;
 		m.total[s] = cmd->sp[s].end;

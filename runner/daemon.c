@@ -18,10 +18,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How long a shutdown waits for processes beyond the grace period. */
@@ -307,11 +309,11 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 		break;
 	case HSR_F_SIGNAL:
 		if ((cmd = need_cmd(d, c, m.id)))
-			hsr_cmd_control(cmd, HSR_SHIM_SIGNAL, m.signo);
+			hsr_cmd_control(d, cmd, HSR_SHIM_SIGNAL, m.signo);
 		break;
 	case HSR_F_CANCEL:
 		if ((cmd = need_cmd(d, c, m.id)))
-			hsr_cmd_control(cmd, HSR_SHIM_CANCEL, HSR_GRACE_DEFAULT);
+			hsr_cmd_control(d, cmd, HSR_SHIM_CANCEL, HSR_GRACE_DEFAULT);
 		break;
 	case HSR_F_ACK:
 		/* An ACK for a forgotten command is a harmless repeat. */
@@ -459,6 +461,17 @@ static int idle_exit(struct hsr_daemon *d)
 	close(d->listen_fd);
 	if (fd >= 0)
 		close(fd);
+	/* The session shell and its background jobs end at idle expiry. */
+	hsr_shell_stop(d, SIGTERM);
+	for (int i = 0; i < 40 && hsr_shell_alive(d); i++) {
+		struct timespec ts = { 0, 50 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
+	hsr_shell_stop(d, SIGKILL);
+	hsr_rundir_sweep(d->rd);
 	return 1;
 }
 
@@ -478,7 +491,9 @@ static void stop_begin(struct hsr_daemon *d, struct hsr_conn *c, uint32_t grace)
 				longest = cmd->grace_ms;
 	}
 	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next)
-		hsr_cmd_stop(cmd, grace);
+		hsr_cmd_stop(d, cmd, grace);
+	/* The session shell and its background jobs end with the session. */
+	hsr_shell_stop(d, SIGTERM);
 	if (!d->stopping) {
 		d->stopping = 1;
 		d->stop_deadline = hsr_now_ms() + longest + STOP_SLACK_MS;
@@ -494,11 +509,16 @@ static int stop_poll(struct hsr_daemon *d, int64_t *wake)
 
 	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next)
 		alive += !hsr_cmd_dead(cmd);
+	alive += hsr_shell_alive(d);
 	if (alive && now < d->stop_deadline) {
-		if (*wake < 0 || d->stop_deadline < *wake)
-			*wake = d->stop_deadline;
+		/* Past the grace, what is left of the shell's processes is killed. */
+		if (now >= d->stop_deadline - STOP_SLACK_MS)
+			hsr_shell_stop(d, SIGKILL);
+		if (*wake < 0 || now + 50 < *wake)
+			*wake = now + 50;
 		return 0;
 	}
+	hsr_shell_stop(d, SIGKILL);
 	/* As at an idle exit, the lock keeps a concurrent `--attach --start`
 	 * from racing the removal; a lock held for long is given up on. */
 	lockfd = openat(d->rd->dirfd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
@@ -567,9 +587,9 @@ static int run_loop(struct hsr_daemon *d)
 	for (;;) {
 		struct hsr_conn *c, *cnext;
 		struct hsr_cmd *cmd;
-		size_t n = 0, need = 1;
+		size_t n = 0, need = 1, shell_lo = 0;
 		int64_t now, wake = -1;
-		int timeout;
+		int timeout, shell_n = 0;
 
 		for (c = d->conns; c; c = cnext) {
 			int broken = 0;
@@ -620,6 +640,7 @@ static int run_loop(struct hsr_daemon *d)
 			need++;
 		for (cmd = d->cmds; cmd; cmd = cmd->next)
 			need += 6;
+		need += 1 + (size_t)hsr_shell_npoll(d);
 		if (need > cap) {
 			struct pollfd *p = realloc(pfd, need * 2 * sizeof(*p));
 			struct slot *w;
@@ -637,6 +658,19 @@ static int run_loop(struct hsr_daemon *d)
 		}
 		pfd[n] = (struct pollfd){ .fd = d->listen_fd, .events = POLLIN };
 		who[n++] = (struct slot){ NULL, NULL };
+		pfd[n] = (struct pollfd){ .fd = d->sigfd, .events = POLLIN };
+		who[n++] = (struct slot){ NULL, NULL };
+		{
+			int64_t w = hsr_shell_tick(d);
+			int k = hsr_shell_pollfds(d, pfd + n, hsr_shell_npoll(d));
+
+			for (int i = 0; i < k; i++)
+				who[n++] = (struct slot){ NULL, NULL };
+			shell_lo = n - (size_t)k;
+			shell_n = k;
+			if (w >= 0 && (wake < 0 || w < wake))
+				wake = w;
+		}
 		for (c = d->conns; c; c = c->next) {
 			int hold = 0;
 
@@ -676,6 +710,19 @@ static int run_loop(struct hsr_daemon *d)
 			hsr_warn("poll: %s", strerror(errno));
 			break;
 		}
+		if (pfd[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			int status;
+			pid_t pid;
+
+			while (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
+			/* Shims report through their pipes; the shell and orphans
+			 * of commands are reaped here. */
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+				hsr_shell_reaped(d, pid, status);
+		}
+		hsr_shell_io(d, pfd + shell_lo, shell_n);
 		/* Commands first: handling frames below may free commands,
 		 * but never connections, which are only closed above. */
 		for (size_t i = 0; i < n;) {
@@ -705,6 +752,7 @@ static int run_loop(struct hsr_daemon *d)
 	}
 	free(pfd);
 	free(who);
+	hsr_shell_free(d);
 	return 0;
 }
 
@@ -742,9 +790,16 @@ static int daemon_main(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, i
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	set_instance();
 	signal(SIGPIPE, SIG_IGN);
-	/* Shims are our only children and report through their status
-	 * pipes, so the kernel may reap them. */
-	signal(SIGCHLD, SIG_IGN);
+	/* Children (shims, the session shell, orphans we adopt) are reaped
+	 * in the loop; SIGCHLD arrives through a signalfd. */
+	{
+		sigset_t chld;
+
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		sigprocmask(SIG_BLOCK, &chld, NULL);
+		d.sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	}
 	rc = listen_sock(&d, err, sizeof(err));
 	if (ready_fd >= 0) {
 		size_t len = rc < 0 ? strlen(err) : 0;

@@ -32,6 +32,14 @@ struct hsr_cmd {
 	int exit_sent;          /* EXIT queued on the current owner */
 	int64_t grace_ms;       /* from the EXEC */
 	int watch_shim;         /* shutdown: poll ctl_fd to see the shim exit */
+	/* A command of the session shell (shell.c) instead of a shim. */
+	int session;
+	struct hsr_exec_req *req; /* until it has been fed to the shell */
+	int hold_fd;            /* the stdin FIFO held open until the shell opened it */
+	int sync_fd;            /* readable once the shell opened its stdin */
+	uint8_t restarted;      /* the shell lost its state during this command */
+	char reason[200];
+	uint32_t jobs_left;     /* processes the command left running */
 };
 
 struct hsr_put {
@@ -80,6 +88,8 @@ struct hsr_daemon {
 	int keyed;             /* key holds the session key */
 	int sealed;            /* a stream authenticated: no KEY is taken any more */
 	uint8_t key[HSR_KEY_LEN];
+	struct hsr_shell *shell; /* the session shell, once a session command came */
+	int sigfd;               /* SIGCHLD */
 };
 
 /* daemon.c */
@@ -90,10 +100,10 @@ void hsr_conn_error(struct hsr_conn *c, uint64_t id, uint32_t code, const char *
 struct hsr_cmd *hsr_cmd_find(struct hsr_daemon *d, uint64_t id);
 void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, size_t len);
 void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_t n, int eof);
-void hsr_cmd_control(struct hsr_cmd *cmd, uint8_t op, uint32_t arg);
+void hsr_cmd_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint32_t arg);
 /* Shutdown: cancels the command (grace in ms, or HSR_GRACE_DEFAULT) also
  * when its top process has exited, and watches for its shim to exit. */
-void hsr_cmd_stop(struct hsr_cmd *cmd, uint32_t grace);
+void hsr_cmd_stop(struct hsr_daemon *d, struct hsr_cmd *cmd, uint32_t grace);
 /* Returns 1 once the command's shim (and so all its processes) is gone. */
 int hsr_cmd_dead(const struct hsr_cmd *cmd);
 void hsr_cmd_ack(struct hsr_daemon *d, struct hsr_cmd *cmd, int stream, uint64_t off);
@@ -110,6 +120,29 @@ void hsr_cmd_pump(struct hsr_daemon *d, struct hsr_conn *c);
 /* Returns the next time (ms) a command needs attention, or -1. */
 int64_t hsr_cmd_wake(const struct hsr_cmd *cmd);
 void hsr_cmd_free(struct hsr_cmd *cmd);
+
+/* shell.c: the session shell (hs-runner(7), "Session shell"). */
+struct hsr_shell;
+/* Queues cmd (calloc'd, linked, streams unset) to run req in the shell;
+ * takes req. */
+void hsr_shell_exec(struct hsr_daemon *d, struct hsr_conn *c, struct hsr_exec_req *req,
+		    struct hsr_cmd *cmd);
+void hsr_shell_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint32_t arg);
+/* After a finished command's output drained: keep reading what its
+ * background jobs write into a log instead of closing the pipe. */
+void hsr_shell_keep_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s);
+int hsr_shell_npoll(struct hsr_daemon *d);
+int hsr_shell_pollfds(struct hsr_daemon *d, struct pollfd *pfd, int max);
+void hsr_shell_io(struct hsr_daemon *d, const struct pollfd *pfd, int n);
+/* A child was reaped. */
+void hsr_shell_reaped(struct hsr_daemon *d, pid_t pid, int status);
+/* Deadlines and checks; returns the next time to look, or -1. */
+int64_t hsr_shell_tick(struct hsr_daemon *d);
+/* Returns 1 while the shell or any of its processes lives. */
+int hsr_shell_alive(struct hsr_daemon *d);
+/* Session close: sig to the shell and every process it started. */
+void hsr_shell_stop(struct hsr_daemon *d, int sig);
+void hsr_shell_free(struct hsr_daemon *d);
 
 /* files.c */
 void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);

@@ -6,7 +6,7 @@
 
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
 	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
-	runner/stop.c runner/hmac.c runner/dirchain.c
+	runner/stop.c runner/hmac.c runner/dirchain.c runner/shell.c
 RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/hmac.h runner/dirchain.h
 RUNNER_DEFS = -D_GNU_SOURCE -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 
@@ -61,7 +61,7 @@ tests_runner_test_dirchain_SOURCES = tests/runner/test-dirchain.c runner/dirchai
 tests_runner_test_dirchain_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_dirchain_LDADD = $(CMOCKA_LIBS)
 
-HSR_SH_TESTS = tests/runner/cli.test tests/runner/rundir.test tests/runner/chroot.test \
+HSR_SH_TESTS = tests/runner/cli.test tests/runner/session-shell.test tests/runner/rundir.test tests/runner/chroot.test \
 	tests/runner/oneshot.test \
 	tests/runner/runchan.test
 TESTS += tests/runner/test-proto tests/runner/test-runner tests/runner/test-lifecycle \

@@ -339,6 +339,9 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 		m->dropped[2] = hsr_get_u64(&r);
 		for (int s = 1; s <= 3; s++)
 			m->total[s] = hsr_get_u64(&r);
+		m->restarted = hsr_get_u8(&r);
+		m->jobs = hsr_get_u32(&r);
+		m->str = hsr_get_str(&r, &m->str_len);
 		break;
 	case HSR_F_PUT:
 		m->id = hsr_get_u64(&r);
@@ -467,6 +470,9 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 		hsr_buf_u64(b, m->dropped[2]);
 		for (int s = 1; s <= 3; s++)
 			hsr_buf_u64(b, m->total[s]);
+		hsr_buf_u8(b, m->restarted);
+		hsr_buf_u32(b, m->jobs);
+		buf_strn(b, m->str ? m->str : "", m->str ? m->str_len : 0);
 		break;
 	case HSR_F_PUT:
 		hsr_buf_u64(b, m->id);

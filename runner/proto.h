@@ -23,9 +23,10 @@
  * the daemon answers with the highest version both sides support.
  * Version 2 added the authenticated channel (KEY, CHALLENGE, AUTH); version
  * 1 had none, so it is no longer spoken: a version 1 peer is refused with
- * HSR_E_VERSION rather than served unauthenticated. */
-#define HSR_PROTO_MIN 2
-#define HSR_PROTO_MAX 2
+ * HSR_E_VERSION rather than served unauthenticated.  Version 3 added the
+ * session shell (HSR_EXEC_SESSION) and the shell fields of EXIT. */
+#define HSR_PROTO_MIN 3
+#define HSR_PROTO_MAX 3
 
 /* No frame (length field value) may exceed this; the decoder refuses it. */
 #define HSR_MAX_FRAME (4u * 1024u * 1024u)
@@ -44,7 +45,8 @@ enum hsr_frame_type {
 	HSR_F_CANCEL = 7,    /* client: u64 id */
 	HSR_F_OUTPUT = 8,    /* daemon: u64 id, u8 stream, u64 offset, bytes */
 	HSR_F_EXIT = 9,      /* daemon: u64 id, i32 code, u8 timed_out, u8 cancelled,
-	                        u64 dropped[1..2], u64 total[1..3] */
+	                        u64 dropped[1..2], u64 total[1..3], u8 shell_restarted,
+	                        u32 jobs_left, str reason */
 	HSR_F_STATE = 10,    /* daemon: u64 id, u8 stream (3), u64 offset, bytes */
 	HSR_F_PUT = 11,      /* client: u64 id, u32 flags, u32 mode, str path, bytes */
 	HSR_F_GET = 12,      /* client: u64 id, str path */
@@ -83,6 +85,9 @@ enum hsr_error_code {
 #define HSR_EXEC_MERGE_ENV 0x4u  /* envp overrides the daemon's own environment
                                     (a sandbox's image environment) instead of
                                     replacing it; the daemon's HS_* are dropped */
+#define HSR_EXEC_SESSION 0x8u    /* run in the session shell: argv is SHELL, COMMAND,
+                                    START_DIR, CWD ("": the shell's), then NAME=VALUE
+                                    for this command only */
 
 /* PUT flags. */
 #define HSR_PUT_FIRST 0x1u /* first chunk: create the temporary file */
@@ -192,6 +197,8 @@ struct hsr_msg {
 	size_t len;
 	uint32_t count;      /* ATTACH reply: number of entries */
 	uint8_t keyed;       /* AUTH from the daemon: it holds a key */
+	uint8_t restarted;   /* EXIT: the session shell lost its state (reason in str) */
+	uint32_t jobs;       /* EXIT: processes the command left running */
 	const uint8_t *proof;/* AUTH: the 32-byte proof; KEY, CHALLENGE and the
 	                        daemon's AUTH nonce travel in data (32 bytes) */
 };

@@ -46,7 +46,8 @@ void hsr_rundir_close(struct hsr_rundir *rd);
 /* Opens and exclusively locks DIR/lock (blocking).  Returns the fd or -1. */
 int hsr_rundir_lock(const struct hsr_rundir *rd, char *err, size_t errlen);
 /* Removes stray spool files (a daemon killed between creating and
- * unlinking one leaves it behind); call only while no daemon runs. */
+ * unlinking one leaves it behind) and the session shell's files; call
+ * only while no daemon runs (or as one exits). */
 void hsr_rundir_sweep(const struct hsr_rundir *rd);
 /* The address of DIR/sock through the directory's descriptor
  * (/proc/self/fd/N/sock), or its path where /proc does not show it. */

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -173,6 +174,8 @@ static void child_exec(const struct hsr_shim_spec *s)
 	signal(SIGCHLD, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
+	/* The daemon's own umask (077) is not the command's. */
+	umask(022);
 	if (dup2(s->fd_in, 0) < 0 || dup2(s->fd_out, 1) < 0 || dup2(s->fd_err, 2) < 0)
 		_exit(126);
 	if (s->fd_state >= 0) {

@@ -430,7 +430,17 @@ do_open(struct sess *ss, struct req *r)
 		open_failed(ss, r, "invalid_request", what);
 		return -1;
 	}
+	/* A session starts in its workspace, else where the client says
+	 * ("cwd"), else (local) in serve's own directory. */
+	ss->hs.start_cwd = hs_serve_str(r->root, "cwd");
+	ss->hs.caller_cwd = 1;
+	const char *sc = ss->hs.start_cwd;
+	if (sc && sc[0] != '/') {
+		open_failed(ss, r, "invalid_request", "\"cwd\" must be an absolute path");
+		return -1;
+	}
 	int oc = hs_session_open(&ss->hs, hs_serve_str(r->root, "backend"), &spec, err, sizeof(err));
+	ss->hs.start_cwd = NULL;
 	if (oc != HS_OUTCOME_OK) {
 		open_failed(ss, r, oc == HS_OUTCOME_FAILED ? "open_failed" : outcome_code(oc), err);
 		return -1;

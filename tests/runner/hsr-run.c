@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* hsr-run: runs one command through an hs-runner stream, for shell tests.
  *
- *   hsr-run [-t MS] [-i] [-C DIR] -- STREAM-ARGV... -- COMMAND-ARGV...
+ *   hsr-run [-t MS] [-i] [-C DIR] [-S] -- STREAM-ARGV... -- COMMAND-ARGV...
  *
  * STREAM-ARGV is started with a socket as its stdin and stdout (normally
  * `hs-runner --attach ...`, possibly under chroot).  The command's output
  * is copied to our stdout/stderr; the exit status is the command's, 124
  * when it timed out, 125 on a runner failure.  With -i our stdin is sent
- * to the command.
+ * to the command.  With -S the command runs in the daemon's session shell:
+ * COMMAND-ARGV is SHELL COMMAND START_DIR CWD [NAME=VALUE...]; a lost
+ * shell state and the jobs left are reported on stderr
+ * ("hsr-run: shell restarted: ...", "hsr-run: jobs left: N").
  */
 #include <config.h>
 
@@ -49,8 +52,11 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	s.id = (uint64_t)getpid();
-	while ((opt = getopt(argc, argv, "t:iC:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:iC:S")) != -1) {
 		switch (opt) {
+		case 'S':
+			s.session = 1;
+			break;
 		case 't':
 			s.deadline_ms = atoll(optarg);
 			break;
@@ -67,7 +73,7 @@ int main(int argc, char **argv)
 	for (sep = optind; sep < argc && strcmp(argv[sep], "--"); sep++)
 		;
 	if (optind >= sep || sep + 1 >= argc) {
-		fprintf(stderr, "usage: hsr-run [-t MS] [-i] [-C DIR] -- STREAM... -- COMMAND...\n");
+		fprintf(stderr, "usage: hsr-run [-t MS] [-i] [-C DIR] [-S] -- STREAM... -- COMMAND...\n");
 		return 2;
 	}
 	argv[sep] = NULL;
@@ -103,6 +109,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "hsr-run: %s\n", ev.message);
 			return 125;
 		} else if (ev.type == HSR_EV_EXIT) {
+			if (ev.shell_restarted)
+				fprintf(stderr, "hsr-run: shell restarted: %s\n", ev.reason);
+			if (ev.jobs_left)
+				fprintf(stderr, "hsr-run: jobs left: %u\n", ev.jobs_left);
 			hsr_client_ack(c, ev.id, 0, 0);
 			hsr_client_free(c);
 			return ev.timed_out ? 124 : ev.exit_code;

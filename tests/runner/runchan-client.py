@@ -70,7 +70,7 @@ def main():
     try:
         s.connect(path)
         nonce_c = os.urandom(32)
-        s.sendall(frame(HELLO, struct.pack("<II", 1, 2) + sstr(b"runchan-test")))
+        s.sendall(frame(HELLO, struct.pack("<II", 3, 3) + sstr(b"runchan-test")))
         t, p = read_frame(s)
         if t is None:
             print("refused: closed before HELLO")

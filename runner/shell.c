@@ -1,0 +1,1345 @@
+/* SPDX-License-Identifier: MIT */
+/* The session shell: one persistent bash per runner daemon (hs-runner(7),
+ * "Session shell").
+ *
+ * The shell reads its program from a socket only the daemon writes.  Each
+ * command is fed as the reference terminal would see it, at top level:
+ *
+ *     exec <IN >OUT 2>ERR; ...; { . RET STATUS LAST; } 2>NULL && ...
+ *     COMMAND
+ *     { printf RECORD >|DONE; set +x; } 2>NULL; exec <NULL >NULL 2>&1
+ *
+ * The first line gives the command its own streams (FIFOs in the runtime
+ * directory, which the daemon reads like a shim's pipes) and restores $?
+ * and $_; the last writes the record ($?, $_, $-, $PWD) that says the
+ * command is done and hands the streams back.  Bookkeeping runs inside
+ * `{ ...; } 2>NULL` groups, so `set -x` never traces it, and quoted
+ * `\builtin` names, so an alias or a function of the agent's cannot take
+ * it over.  Bash moves its program input to a high, close-on-exec
+ * descriptor at the first `exec <`, so commands see only 0, 1 and 2.
+ *
+ * An EXIT trap (RUNDIR/sh.x) writes the shell's whole state when the shell
+ * goes (exit, set -e, a syntax error, TERM at a deadline); the next shell
+ * is started from it.  A shell that goes without it (kill -9, exec) is
+ * restarted fresh, and the command's EXIT says so.
+ */
+#include "daemon.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SIOCOUTQ
+#define SIOCOUTQ TIOCOUTQ
+#endif
+
+/* How often a running command is checked for a program left incomplete
+ * (an open quote or heredoc: bash then waits for more of its input). */
+#define INCOMPLETE_CHECK_MS 100
+/* Bounded log of what background jobs write after their command ended. */
+#define JOBLOG_MAX (8u * 1024u * 1024u)
+
+struct joblog {
+	struct joblog *next;
+	int fd;     /* the pipe, read until every holder is gone */
+	int logfd;  /* RUNDIR/job-N.S.log, or -1 */
+	uint64_t size;
+};
+
+struct hsr_shell {
+	pid_t pid;             /* bash; 0 when none runs */
+	int in_fd;             /* our end of bash's program socket */
+	int base_fd[3];        /* read ends of bash's own stdout (1) and stderr (2): what
+	                          it writes outside a command's group (an EXIT trap at
+	                          exit, a parse error) belongs to the running command */
+	unsigned long in_ino;
+	struct hsr_buf feed;
+	size_t feed_pos;
+	int rec_fd;            /* read end of the record FIFO awaited; -1 none */
+	char rec_name[40];
+	struct hsr_buf rec;
+	int initing;           /* the start-up record is awaited */
+	int initing_failed_once; /* a shell died before its start-up record */
+	struct hsr_cmd *cur;   /* the foreground command */
+	unsigned seq;          /* names FIFOs */
+	/* What the last record said. */
+	int status;
+	int xtrace;
+	char *under;           /* $_ */
+	char *pwd;
+	int agent_exit_trap;   /* the EXIT trap is the agent's own, not ours */
+	int trap_query;        /* the running command may have changed the EXIT trap */
+	/* Starting a shell. */
+	char *prog;
+	char **env;
+	char *start_dir;
+	char null_path[4200];
+	/* The running command. */
+	unsigned long long start_tick;
+	int64_t deadline;
+	int killing;
+	int64_t kill_at;
+	int64_t next_check;
+	int incomplete_sent;
+	int died;              /* the shell went while the command ran */
+	int died_status;
+	char lost[200];        /* why state was lost, for the next EXIT */
+	struct joblog *logs;
+};
+
+static char *xstrdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Appends s single-quoted for the shell. */
+static void put_sq(struct hsr_buf *b, const char *s)
+{
+	hsr_buf_put(b, "'", 1);
+	for (; *s; s++) {
+		if (*s == '\'')
+			hsr_buf_put(b, "'\\''", 4);
+		else
+			hsr_buf_put(b, s, 1);
+	}
+	hsr_buf_put(b, "'", 1);
+}
+
+static void put_s(struct hsr_buf *b, const char *s)
+{
+	hsr_buf_put(b, s, strlen(s));
+}
+
+/* Appends the quoted path RUNDIR/name. */
+static void put_path(struct hsr_daemon *d, struct hsr_buf *b, const char *name)
+{
+	char p[4200];
+
+	snprintf(p, sizeof(p), "%s/%s", d->rd->path, name);
+	put_sq(b, p);
+}
+
+static unsigned long long now_ticks(void)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (hz <= 0)
+		hz = 100;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (unsigned long long)ts.tv_sec * (unsigned long long)hz +
+	       (unsigned long long)ts.tv_nsec / (1000000000ull / (unsigned long long)hz);
+}
+
+/* ---- processes ---- */
+
+struct proc {
+	pid_t pid, ppid;
+	unsigned long long start;
+};
+
+/* Reads every process's pid, parent and start time.  Returns the count
+ * (the table is malloc'd in *out) or -1. */
+static int proc_table(struct proc **out)
+{
+	struct proc *t = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *dir = opendir("/proc");
+
+	*out = NULL;
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir))) {
+		char path[64], buf[1024], *rp;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		unsigned long long start = 0;
+		long ppid = 0;
+		ssize_t len;
+		int fd;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		rp = strrchr(buf, ')');
+		/* After the name: state ppid pgrp session tty tpgid flags minflt
+		 * cminflt majflt cmajflt utime stime cutime cstime priority nice
+		 * threads itrealvalue starttime. */
+		if (!rp || sscanf(rp + 1, " %*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+				  "%*d %*d %*d %*d %*d %*d %llu", &ppid, &start) != 2)
+			continue;
+		if (n == cap) {
+			struct proc *nt = realloc(t, (cap ? cap * 2 : 256) * sizeof(*t));
+
+			if (!nt)
+				break;
+			t = nt;
+			cap = cap ? cap * 2 : 256;
+		}
+		t[n++] = (struct proc){ pid, (pid_t)ppid, start };
+	}
+	closedir(dir);
+	*out = t;
+	return (int)n;
+}
+
+static struct proc *proc_find(struct proc *t, int n, pid_t pid)
+{
+	for (int i = 0; i < n; i++)
+		if (t[i].pid == pid)
+			return &t[i];
+	return NULL;
+}
+
+static int is_shim(struct hsr_daemon *d, pid_t pid)
+{
+	for (struct hsr_cmd *c = d->cmds; c; c = c->next)
+		if (c->shim == pid && c->shim > 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The processes of the running command: below the shell, or orphans the
+ * daemon adopted, whose top ancestor (the shell's or the daemon's child)
+ * started when the command did or later.  Background jobs of earlier
+ * commands, and what they start, are not the command's.  With all set,
+ * every process below the daemon except shims' trees (session close).
+ * Sends sig to each (0: only counts).  Returns how many.
+ */
+static int signal_cmd_procs(struct hsr_daemon *d, int sig, int all)
+{
+	struct hsr_shell *sh = d->shell;
+	pid_t self = getpid();
+	struct proc *t;
+	int n = proc_table(&t), hits = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct proc *p = &t[i], *top = NULL;
+		int depth = 0, under_daemon = 0;
+
+		if (p->pid == self || (sh && p->pid == sh->pid))
+			continue;
+		for (struct proc *q = p; q && depth < 4096; depth++) {
+			if (q->ppid == self || (sh && sh->pid > 0 && q->ppid == sh->pid)) {
+				top = q;
+				under_daemon = 1;
+				break;
+			}
+			q = proc_find(t, n, q->ppid);
+		}
+		if (!under_daemon || !top || is_shim(d, top->pid))
+			continue;
+		if (!all && top->start < sh->start_tick)
+			continue;
+		if (sig == 0 || kill(p->pid, sig) == 0)
+			hits++;
+	}
+	free(t);
+	return hits;
+}
+
+/* ---- job logs ---- */
+
+void hsr_shell_keep_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
+{
+	struct joblog *j;
+	char name[64];
+
+	if (!d->shell || cmd->pipe_fd[s] < 0)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		close_fd(&cmd->pipe_fd[s]);
+		return;
+	}
+	j->fd = cmd->pipe_fd[s];
+	cmd->pipe_fd[s] = -1;
+	snprintf(name, sizeof(name), "job-%llu.%s.log", (unsigned long long)cmd->id,
+		 s == 1 ? "out" : "err");
+	j->logfd = openat(d->rd->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+			  0600);
+	j->next = d->shell->logs;
+	d->shell->logs = j;
+}
+
+static void joblog_read(struct joblog *j)
+{
+	char buf[16384];
+	ssize_t n = read(j->fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		close_fd(&j->fd);
+		return;
+	}
+	if (j->logfd >= 0 && j->size + (uint64_t)n <= JOBLOG_MAX &&
+	    write(j->logfd, buf, (size_t)n) == n)
+		j->size += (uint64_t)n;
+}
+
+/* ---- the shell process ---- */
+
+static const char ret_file[] = "\\builtin return \"$1\"\n";
+
+/* The EXIT trap's file: the whole state, as commands, into sh.saved.  The
+ * variables it uses are set after `declare -p` ran. */
+static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
+{
+	put_s(b, "{ \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
+		 "\\builtin trap -p; \\builtin umask -p; \\builtin shopt -p; "
+		 "\\builtin printf '\\\\builtin cd -- %q\\n' \"$PWD\"; "
+		 "for __hs_o in c d e f i l m n q r s t u v x; do "
+		 "\\builtin printf '\\\\builtin ulimit -S -%s %s\\n' \"$__hs_o\" "
+		 "\"$(\\builtin ulimit -S -\"$__hs_o\" 2>/dev/null)\"; done; "
+		 "for ((__hs_i=${#DIRSTACK[@]}-1; __hs_i>0; __hs_i--)); do "
+		 "\\builtin printf '\\\\builtin pushd -n -- %q\\n' \"$(\\builtin dirs -l +$__hs_i)\"; done; "
+		 "\\builtin printf '\\\\builtin set --'; \\builtin printf ' %q' \"$@\"; "
+		 "\\builtin printf '\\n'; \\builtin set +o; \\builtin printf '#end\\n'; } >|");
+	put_path(d, b, "sh.saved");
+	put_s(b, " 2>/dev/null\n");
+}
+
+static int write_file(struct hsr_daemon *d, const char *name, const void *p, size_t n)
+{
+	int fd = openat(d->rd->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			0600);
+	int rc = 0;
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, p, n) != (ssize_t)n)
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
+/* The record FIFO of the next step; returns 0 or -1. */
+static int open_record(struct hsr_daemon *d, struct hsr_shell *sh)
+{
+	close_fd(&sh->rec_fd);
+	if (sh->rec_name[0])
+		unlinkat(d->rd->dirfd, sh->rec_name, 0);
+	snprintf(sh->rec_name, sizeof(sh->rec_name), "sh.%u.rec", ++sh->seq);
+	unlinkat(d->rd->dirfd, sh->rec_name, 0);
+	if (mkfifoat(d->rd->dirfd, sh->rec_name, 0600) < 0)
+		return -1;
+	sh->rec_fd = openat(d->rd->dirfd, sh->rec_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	sh->rec.len = 0;
+	return sh->rec_fd < 0 ? -1 : 0;
+}
+
+/* The record: $?, $_, $-, $PWD, each NUL-terminated. */
+static void put_record(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_buf *b,
+		       const char *status)
+{
+	put_s(b, "{ \\builtin printf '%s\\0' ");
+	put_s(b, status);
+	put_s(b, " \"$_\" \"$-\" \"${PWD-}\"");
+	/* After a command that may have set one: the EXIT trap, so the
+	 * agent's own is known (a command substitution sees the shell's). */
+	if (sh->trap_query)
+		put_s(b, " \"$(\\builtin trap -p EXIT)\"");
+	put_s(b, " >|");
+	put_path(d, b, sh->rec_name);
+	put_s(b, "; \\builtin set +x; } 2>");
+	put_sq(b, sh->null_path);
+}
+
+static void put_trap(struct hsr_daemon *d, struct hsr_buf *b)
+{
+	struct hsr_buf t;
+
+	hsr_buf_init(&t);
+	put_s(&t, "\\builtin . ");
+	put_path(d, &t, "sh.x");
+	put_s(b, "{ \\builtin trap -- ");
+	hsr_buf_put(&t, "", 1);
+	put_sq(b, t.failed ? "" : (const char *)t.data);
+	put_s(b, " EXIT; } 2>/dev/null; ");
+	hsr_buf_free(&t);
+}
+
+static void shell_reset(struct hsr_shell *sh)
+{
+	close_fd(&sh->in_fd);
+	close_fd(&sh->base_fd[1]);
+	close_fd(&sh->base_fd[2]);
+	sh->feed.len = 0;
+	sh->feed_pos = 0;
+	sh->pid = 0;
+	sh->initing = 0;
+}
+
+/* Starts bash and feeds its start-up: the saved state when there is one,
+ * our EXIT trap, and a record of its flags.  Returns 0 or -1 with errno. */
+static int shell_start(struct hsr_daemon *d, struct hsr_shell *sh)
+{
+	int sv[2];
+	struct stat st;
+	int restore = 0;
+	pid_t pid;
+
+	/* A state file is only taken whole (the trap ends it with "#end"). */
+	{
+		int fd = openat(d->rd->dirfd, "sh.saved", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd >= 0) {
+			char tail[8] = "";
+			off_t sz = lseek(fd, 0, SEEK_END);
+
+			if (sz >= 5 && pread(fd, tail, 5, sz - 5) == 5 && memcmp(tail, "#end\n", 5) == 0)
+				restore = 1;
+			close(fd);
+		}
+	}
+	int bo[2], be[2];
+
+	if (pipe2(bo, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(be, O_CLOEXEC) < 0) {
+		close(bo[0]);
+		close(bo[1]);
+		return -1;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		close(bo[0]);
+		close(bo[1]);
+		close(be[0]);
+		close(be[1]);
+		return -1;
+	}
+	if (fstat(sv[1], &st) == 0)
+		sh->in_ino = (unsigned long)st.st_ino;
+	/* The shell only reads: what a command writes there goes nowhere. */
+	shutdown(sv[0], SHUT_RD);
+	shutdown(sv[1], SHUT_WR);
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		close(bo[0]);
+		close(bo[1]);
+		close(be[0]);
+		close(be[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		char *argv[] = { "bash", "--norc", "--noprofile", NULL };
+		sigset_t none;
+
+		hsr_wipe(d->key, sizeof(d->key));
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		setsid();
+		if (dup2(sv[1], 0) < 0 || dup2(bo[1], 1) < 0 || dup2(be[1], 2) < 0)
+			_exit(126);
+		hsr_close_others(NULL, 0);
+		umask(022);
+		if (!sh->start_dir[0] || chdir(sh->start_dir) < 0) {
+			const char *home = NULL;
+
+			for (char **e = sh->env; e && *e; e++)
+				if (strncmp(*e, "HOME=", 5) == 0)
+					home = *e + 5;
+			if (!home || chdir(home) < 0)
+				(void)!chdir("/");
+		}
+		execve(sh->prog, argv, sh->env);
+		_exit(127);
+	}
+	close(sv[1]);
+	close(bo[1]);
+	close(be[1]);
+	sh->base_fd[1] = bo[0];
+	sh->base_fd[2] = be[0];
+	fcntl(bo[0], F_SETFL, O_NONBLOCK);
+	fcntl(be[0], F_SETFL, O_NONBLOCK);
+	sh->in_fd = sv[0];
+	fcntl(sh->in_fd, F_SETFL, O_NONBLOCK);
+	sh->pid = pid;
+	sh->initing = 1;
+	sh->xtrace = 0;
+	sh->agent_exit_trap = 0;
+	if (open_record(d, sh) < 0)
+		return -1;
+	sh->feed.len = 0;
+	sh->feed_pos = 0;
+	if (restore) {
+		put_s(&sh->feed, "{ \\builtin . ");
+		put_path(d, &sh->feed, "sh.saved");
+		put_s(&sh->feed, "; } 2>/dev/null\n");
+	}
+	put_trap(d, &sh->feed);
+	put_record(d, sh, &sh->feed, "0");
+	put_s(&sh->feed, "\n");
+	if (!restore && !sh->lost[0] && sh->died)
+		snprintf(sh->lost, sizeof(sh->lost), "the shell ended without saving its state");
+	if (!restore)
+		unlinkat(d->rd->dirfd, "sh.saved", 0);
+	return sh->feed.failed ? -1 : 0;
+}
+
+static int shell_init(struct hsr_daemon *d, const struct hsr_exec_req *req)
+{
+	struct hsr_shell *sh = calloc(1, sizeof(*sh));
+	size_t n = 0;
+
+	if (!sh)
+		return -1;
+	sh->in_fd = sh->rec_fd = -1;
+	sh->base_fd[0] = sh->base_fd[1] = sh->base_fd[2] = -1;
+	hsr_buf_init(&sh->feed);
+	hsr_buf_init(&sh->rec);
+	sh->prog = xstrdup(req->argv[0]);
+	sh->start_dir = xstrdup(req->argv[2]);
+	sh->under = xstrdup("");
+	sh->pwd = xstrdup("");
+	while (req->envp[n])
+		n++;
+	{
+		/* A sandbox's own environment lies under the spec's (MERGE_ENV). */
+		size_t m = 0;
+
+		if (req->flags & HSR_EXEC_MERGE_ENV)
+			while (environ && environ[m])
+				m++;
+		sh->env = calloc(n + m + 1, sizeof(char *));
+		if (!sh->env)
+			return -1;
+		size_t k = 0;
+		for (size_t i = 0; i < m; i++) {
+			const char *eq = strchr(environ[i], '=');
+			size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+			int over = strncmp(environ[i], "HS_", 3) == 0;
+
+			for (size_t j = 0; j < n && !over; j++)
+				if (strncmp(req->envp[j], environ[i], nl) == 0 && req->envp[j][nl] == '=')
+					over = 1;
+			if (!over)
+				sh->env[k++] = xstrdup(environ[i]);
+		}
+		for (size_t j = 0; j < n; j++)
+			sh->env[k++] = xstrdup(req->envp[j]);
+	}
+	snprintf(sh->null_path, sizeof(sh->null_path), "/dev/null");
+	if (access("/dev/null", W_OK) < 0) {
+		snprintf(sh->null_path, sizeof(sh->null_path), "%s/sh.null", d->rd->path);
+		write_file(d, "sh.null", "", 0);
+	}
+	d->shell = sh;
+	{
+		struct hsr_buf x;
+
+		hsr_buf_init(&x);
+		put_exit_file(d, &x);
+		if (x.failed || write_file(d, "sh.x", x.data, x.len) < 0 ||
+		    write_file(d, "sh.ret", ret_file, sizeof(ret_file) - 1) < 0) {
+			hsr_buf_free(&x);
+			return -1;
+		}
+		hsr_buf_free(&x);
+	}
+	return 0;
+}
+
+/* ---- commands ---- */
+
+/* Appends "NAME" of the per-command variable "NAME=VALUE" to b; returns
+ * the value, or NULL when the entry is not NAME=VALUE. */
+static const char *put_var_name(struct hsr_buf *b, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || eq == kv || eq - kv >= 256)
+		return NULL;
+	for (const char *p = kv; p < eq; p++)
+		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (p > kv && *p >= '0' && *p <= '9')))
+			return NULL;
+	hsr_buf_put(b, kv, (size_t)(eq - kv));
+	return eq + 1;
+}
+
+/*
+ * Feeds the command as one group, so its streams are its own for exactly
+ * its duration and the shell's program input (fd 0 outside the group) is
+ * never a command's:
+ *
+ *     { [cd DIR;] [variables;] { [set -x;] . RET STATUS LAST; } 2>NULL && ...
+ *     COMMAND
+ *     } <IN >OUT 2>ERR
+ *     { printf RECORD >|REC; set +x; } 2>NULL [; variables back] [; cd back]
+ */
+static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *cmd)
+{
+	struct hsr_exec_req *q = cmd->req;
+	struct hsr_buf *b = &sh->feed;
+	const char *text = q->argv[1], *cwd = q->argv[3];
+	char name[48], st[16];
+	int stdin_pipe = (q->flags & HSR_EXEC_STDIN_PIPE) != 0;
+	unsigned long long id = (unsigned long long)cmd->id;
+
+	if (open_record(d, sh) < 0)
+		return -1;
+	if (sh->agent_exit_trap == 0 && sh->trap_query)
+		put_trap(d, b); /* the last command may have removed ours */
+	sh->trap_query = strstr(text, "trap") != NULL;
+	put_s(b, "{ ");
+	if (stdin_pipe) {
+		snprintf(name, sizeof(name), "sh.%llu.s", id);
+		put_s(b, ">|");
+		put_path(d, b, name);
+		put_s(b, "; ");
+	}
+	if (cwd && *cwd) {
+		put_s(b, "\\builtin cd -- ");
+		put_sq(b, cwd);
+		put_s(b, "; ");
+	}
+	/* `trap -p` in the command shows the agent's traps only. */
+	if (sh->trap_query && !sh->agent_exit_trap) {
+		put_s(b, "{ \\builtin trap - EXIT; } 2>");
+		put_sq(b, sh->null_path);
+		put_s(b, "; ");
+	}
+	/* Per-command variables: the old definition is kept in a file and put back after. */
+	if (q->argv[4]) {
+		snprintf(name, sizeof(name), "sh.%llu.env", id);
+		put_s(b, "{ ");
+		for (int i = 4; q->argv[i]; i++) {
+			size_t mark = b->len;
+			const char *val;
+
+			put_s(b, "\\builtin declare -p ");
+			if (!(val = put_var_name(b, q->argv[i]))) {
+				b->len = mark;
+				continue;
+			}
+			put_s(b, " >>");
+			put_path(d, b, name);
+			put_s(b, " || \\builtin printf '\\\\builtin unset %s\\n' ");
+			put_var_name(b, q->argv[i]);
+			put_s(b, " >>");
+			put_path(d, b, name);
+			put_s(b, "; \\builtin export ");
+			put_var_name(b, q->argv[i]);
+			put_s(b, "=");
+			put_sq(b, val);
+			put_s(b, "; ");
+		}
+		put_s(b, "} 2>");
+		put_sq(b, sh->null_path);
+		put_s(b, "; ");
+	}
+	snprintf(st, sizeof(st), "%d", sh->status & 255);
+	put_s(b, "{ ");
+	if (sh->xtrace)
+		put_s(b, "\\builtin set -x; ");
+	put_s(b, "\\builtin . ");
+	put_path(d, b, "sh.ret");
+	put_s(b, " ");
+	put_s(b, st);
+	put_s(b, " ");
+	put_sq(b, sh->under);
+	put_s(b, "; } 2>");
+	put_sq(b, sh->null_path);
+	put_s(b, " && { \\builtin : ");
+	put_sq(b, sh->under);
+	put_s(b, "; } 2>");
+	put_sq(b, sh->null_path);
+	put_s(b, "\n");
+	put_s(b, text);
+	put_s(b, "\n} <");
+	if (stdin_pipe) {
+		snprintf(name, sizeof(name), "sh.%llu.0", id);
+		put_path(d, b, name);
+	} else {
+		put_sq(b, sh->null_path);
+	}
+	snprintf(name, sizeof(name), "sh.%llu.1", id);
+	put_s(b, " >");
+	put_path(d, b, name);
+	snprintf(name, sizeof(name), "sh.%llu.2", id);
+	put_s(b, " 2>");
+	put_path(d, b, name);
+	put_s(b, "\n");
+	put_record(d, sh, b, "\"$?\"");
+	if (q->argv[4]) {
+		snprintf(name, sizeof(name), "sh.%llu.env", id);
+		put_s(b, "; { ");
+		for (int i = 4; q->argv[i]; i++) {
+			size_t mark = b->len;
+
+			put_s(b, "\\builtin unset ");
+			if (!put_var_name(b, q->argv[i])) {
+				b->len = mark;
+				continue;
+			}
+			put_s(b, "; ");
+		}
+		put_s(b, "\\builtin . ");
+		put_path(d, b, name);
+		put_s(b, "; } 2>");
+		put_sq(b, sh->null_path);
+	}
+	if (cwd && *cwd && sh->pwd[0]) {
+		put_s(b, "; { \\builtin cd -- ");
+		put_sq(b, sh->pwd);
+		put_s(b, "; } 2>");
+		put_sq(b, sh->null_path);
+	}
+	put_s(b, "\n");
+	return b->failed ? -1 : 0;
+}
+
+/* Creates the command's FIFOs and opens the daemon's ends. */
+static int make_fifos(struct hsr_daemon *d, struct hsr_cmd *cmd, int stdin_pipe)
+{
+	char name[48];
+
+	for (int s = 0; s <= 3; s++) {
+		if (s == 3 && !stdin_pipe)
+			break;
+		if (s == 0 && !stdin_pipe)
+			continue;
+		snprintf(name, sizeof(name), "sh.%llu.%c", (unsigned long long)cmd->id, "012s"[s]);
+		unlinkat(d->rd->dirfd, name, 0);
+		if (mkfifoat(d->rd->dirfd, name, 0600) < 0)
+			return -1;
+	}
+	for (int s = 1; s <= 2; s++) {
+		snprintf(name, sizeof(name), "sh.%llu.%d", (unsigned long long)cmd->id, s);
+		cmd->pipe_fd[s] = openat(d->rd->dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (cmd->pipe_fd[s] < 0)
+			return -1;
+	}
+	if (stdin_pipe) {
+		/* Held open for reading until the shell has opened it, so bytes
+		 * written before that wait in the pipe (the sync FIFO says when). */
+		snprintf(name, sizeof(name), "sh.%llu.0", (unsigned long long)cmd->id);
+		cmd->hold_fd = openat(d->rd->dirfd, name, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (cmd->hold_fd < 0)
+			return -1;
+		cmd->stdin_fd = openat(d->rd->dirfd, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (cmd->stdin_fd < 0)
+			return -1;
+		snprintf(name, sizeof(name), "sh.%llu.s", (unsigned long long)cmd->id);
+		cmd->sync_fd = openat(d->rd->dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (cmd->sync_fd < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void unlink_fifos(struct hsr_daemon *d, const struct hsr_cmd *cmd)
+{
+	static const char *const suf[] = { "0", "1", "2", "s", "env" };
+	char name[48];
+
+	for (size_t i = 0; i < sizeof(suf) / sizeof(suf[0]); i++) {
+		snprintf(name, sizeof(name), "sh.%llu.%s", (unsigned long long)cmd->id, suf[i]);
+		unlinkat(d->rd->dirfd, name, 0);
+	}
+}
+
+static void start_next(struct hsr_daemon *d);
+
+/* The command is over: its status is set; report it once its streams drain. */
+static void finish(struct hsr_daemon *d, struct hsr_cmd *cmd)
+{
+	struct hsr_shell *sh = d->shell;
+
+	cmd->done = 1;
+	cmd->drain_until = hsr_now_ms() + HSR_DRAIN_MS;
+	if (sh->lost[0]) {
+		cmd->restarted = 1;
+		snprintf(cmd->reason, sizeof(cmd->reason), "%s", sh->lost);
+		sh->lost[0] = '\0';
+	}
+	if (!cmd->st.timed_out && !cmd->st.cancelled)
+		cmd->jobs_left = (uint32_t)signal_cmd_procs(d, 0, 0);
+	close_fd(&cmd->hold_fd);
+	close_fd(&cmd->sync_fd);
+	close_fd(&cmd->stdin_fd);
+	hsr_buf_free(&cmd->stdin_buf);
+	cmd->stdin_pos = 0;
+	unlink_fifos(d, cmd);
+	free(cmd->req);
+	cmd->req = NULL;
+	sh->cur = NULL;
+	sh->killing = 0;
+	sh->died = 0;
+	start_next(d);
+}
+
+static int feed_flush(struct hsr_shell *sh)
+{
+	while (sh->feed_pos < sh->feed.len) {
+		ssize_t n = send(sh->in_fd, sh->feed.data + sh->feed_pos, sh->feed.len - sh->feed_pos,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -1;
+		}
+		sh->feed_pos += (size_t)n;
+	}
+	sh->feed.len = sh->feed_pos = 0;
+	return 0;
+}
+
+static void fail_cmd(struct hsr_daemon *d, struct hsr_cmd *cmd, const char *why)
+{
+	static const char pfx[] = "hs-runner: ";
+
+	hsr_spool_append(&cmd->sp[2], d->rd->dirfd, pfx, sizeof(pfx) - 1);
+	hsr_spool_append(&cmd->sp[2], d->rd->dirfd, why, strlen(why));
+	hsr_spool_append(&cmd->sp[2], d->rd->dirfd, "\n", 1);
+	close_fd(&cmd->pipe_fd[1]);
+	close_fd(&cmd->pipe_fd[2]);
+	cmd->st.exit_code = 126;
+	d->shell->cur = cmd;
+	finish(d, cmd);
+}
+
+/* Starts the oldest queued session command once the shell is ready. */
+static void start_next(struct hsr_daemon *d)
+{
+	struct hsr_shell *sh = d->shell;
+	struct hsr_cmd *next = NULL;
+
+	if (sh->cur || d->stopping)
+		return;
+	for (struct hsr_cmd *c = d->cmds; c; c = c->next)
+		if (c->session && c->req && !c->done)
+			next = c; /* the list is newest first: the last found is the oldest */
+	if (!next)
+		return;
+	if (!sh->pid) {
+		if (shell_start(d, sh) < 0) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "cannot start the session shell '%s': %s", sh->prog,
+				 strerror(errno));
+			shell_reset(sh);
+			fail_cmd(d, next, why);
+			return;
+		}
+	}
+	if (sh->initing)
+		return; /* the start-up record comes first */
+	{
+		const char *cwd = next->req->argv[3];
+		struct stat st;
+
+		if (cwd && *cwd && (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode))) {
+			char why[4200];
+
+			snprintf(why, sizeof(why), "cannot change directory to '%s': %s", cwd,
+				 errno ? strerror(errno) : "not a directory");
+			fail_cmd(d, next, why);
+			return;
+		}
+	}
+	sh->cur = next;
+	sh->start_tick = now_ticks();
+	sh->deadline = next->req->deadline_ms > 0 ? hsr_now_ms() + next->req->deadline_ms : 0;
+	sh->killing = 0;
+	sh->died = 0;
+	sh->incomplete_sent = 0;
+	sh->next_check = hsr_now_ms() + INCOMPLETE_CHECK_MS;
+	if (make_fifos(d, next, (next->req->flags & HSR_EXEC_STDIN_PIPE) != 0) < 0 ||
+	    feed_cmd(d, sh, next) < 0) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "cannot start the command in the session shell: %s",
+			 strerror(errno));
+		sh->cur = NULL;
+		fail_cmd(d, next, why);
+		return;
+	}
+	feed_flush(sh);
+}
+
+void hsr_shell_exec(struct hsr_daemon *d, struct hsr_conn *c, struct hsr_exec_req *req,
+		    struct hsr_cmd *cmd)
+{
+	(void)c;
+	/* argv: shell, command, start directory, directory for this command
+	 * only (""), then per-command NAME=VALUE. */
+	if (!d->shell && shell_init(d, req) < 0) {
+		hsr_conn_error(c, req->id, HSR_E_EXEC, "cannot set up the session shell: %s",
+			       strerror(errno));
+		free(req);
+		return;
+	}
+	cmd->session = 1;
+	cmd->req = req;
+	cmd->hold_fd = cmd->sync_fd = -1;
+	start_next(d);
+}
+
+/* ---- events ---- */
+
+static void parse_record(struct hsr_shell *sh)
+{
+	const char *p = (const char *)sh->rec.data, *end = p + sh->rec.len;
+	const char *f[5] = { NULL, NULL, NULL, NULL, NULL };
+
+	for (int i = 0; i < 5 && p < end; i++) {
+		const char *z = memchr(p, '\0', (size_t)(end - p));
+
+		if (!z)
+			break;
+		f[i] = p;
+		p = z + 1;
+	}
+	if (!f[3])
+		return;
+	sh->status = atoi(f[0]);
+	free(sh->under);
+	sh->under = xstrdup(f[1]);
+	sh->xtrace = strchr(f[2], 'x') != NULL;
+	free(sh->pwd);
+	sh->pwd = xstrdup(f[3]);
+	/* A trap of the agent's own: ours stays off until it is removed. */
+	if (sh->trap_query && f[4])
+		sh->agent_exit_trap = f[4][0] != '\0';
+}
+
+/* Takes what bash wrote on its own streams: the running command's. */
+static void read_base(struct hsr_daemon *d, struct hsr_shell *sh, int s)
+{
+	char buf[16384];
+
+	while (sh->base_fd[s] >= 0) {
+		ssize_t n = read(sh->base_fd[s], buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return;
+		if (n == 0) {
+			close_fd(&sh->base_fd[s]);
+			return;
+		}
+		if (sh->cur && !sh->cur->exit_sent)
+			hsr_spool_append(&sh->cur->sp[s], d->rd->dirfd, buf, (size_t)n);
+	}
+}
+
+static void record_done(struct hsr_daemon *d, struct hsr_shell *sh)
+{
+	close_fd(&sh->rec_fd);
+	unlinkat(d->rd->dirfd, sh->rec_name, 0);
+	sh->rec_name[0] = '\0';
+	if (sh->initing) {
+		/* $? stays the last command's (a shell that died leaves its status). */
+		int keep = sh->status;
+
+		parse_record(sh);
+		sh->status = keep;
+		sh->initing = 0;
+		/* Taken: the next shell must not find it again. */
+		unlinkat(d->rd->dirfd, "sh.saved", 0);
+		sh->initing_failed_once = 0;
+		sh->trap_query = 0;
+		start_next(d);
+		return;
+	}
+	parse_record(sh);
+	if (sh->cur && !sh->killing) {
+		struct hsr_cmd *cmd = sh->cur;
+
+		read_base(d, sh, 1);
+		read_base(d, sh, 2);
+		cmd->st.exit_code = sh->status;
+		finish(d, cmd);
+	}
+}
+
+static void read_record(struct hsr_daemon *d, struct hsr_shell *sh)
+{
+	char buf[4096];
+
+	for (;;) {
+		ssize_t n = read(sh->rec_fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return; /* EAGAIN: more to come */
+		if (n == 0) {
+			record_done(d, sh);
+			return;
+		}
+		if (sh->rec.len + (size_t)n <= 65536)
+			hsr_buf_put(&sh->rec, buf, (size_t)n);
+	}
+}
+
+/* The shell went.  A command it was running ends with its status; the
+ * next shell starts from the saved state, if the EXIT trap wrote it. */
+static void shell_died(struct hsr_daemon *d, int status)
+{
+	struct hsr_shell *sh = d->shell;
+	int code = WIFEXITED(status) ? WEXITSTATUS(status)
+				     : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	struct hsr_cmd *cmd = sh->cur;
+	int saved = 0;
+
+	/* What it wrote as it went (its EXIT trap, an error) is the command's. */
+	read_base(d, sh, 1);
+	read_base(d, sh, 2);
+	{
+		int fd = openat(d->rd->dirfd, "sh.saved", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd >= 0) {
+			char tail[8] = "";
+			off_t sz = lseek(fd, 0, SEEK_END);
+
+			saved = sz >= 5 && pread(fd, tail, 5, sz - 5) == 5 && memcmp(tail, "#end\n", 5) == 0;
+			close(fd);
+		}
+	}
+	if (!saved) {
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+			snprintf(sh->lost, sizeof(sh->lost), "the shell was killed (SIGKILL); its state since "
+				 "the session started was lost");
+		else if (sh->agent_exit_trap)
+			snprintf(sh->lost, sizeof(sh->lost), "the shell exited with an EXIT trap of the "
+				 "command's own, so its state was not saved");
+		else
+			snprintf(sh->lost, sizeof(sh->lost), "the shell was replaced or ended without "
+				 "saving its state (exit status %d); a new shell started", code);
+	}
+	int was_initing = sh->initing;
+
+	shell_reset(sh);
+	if (!was_initing)
+		sh->initing_failed_once = 0;
+	close_fd(&sh->rec_fd);
+	if (sh->rec_name[0])
+		unlinkat(d->rd->dirfd, sh->rec_name, 0);
+	sh->rec_name[0] = '\0';
+	sh->status = code;
+	free(sh->under);
+	sh->under = xstrdup("");
+	if (!cmd) {
+		/* Between commands the next one starts a new shell; one that
+		 * never got through its start-up fails the command waiting. */
+		if (sh->initing_failed_once++ == 0) {
+			start_next(d);
+		} else {
+			for (struct hsr_cmd *c = d->cmds; c; c = c->next)
+				if (c->session && c->req && !c->done) {
+					char why[300];
+
+					snprintf(why, sizeof(why), "the session shell '%s' exits as it starts "
+						 "(status %d)", sh->prog, code);
+					fail_cmd(d, c, why);
+					break;
+				}
+			sh->initing_failed_once = 0;
+		}
+		return;
+	}
+	sh->died = 1;
+	sh->died_status = code;
+	cmd->st.exit_code = code;
+	if (!sh->killing) {
+		finish(d, cmd);
+		return;
+	}
+	/* Stopped at a deadline or by a cancel: done when nothing of it is left. */
+	if (signal_cmd_procs(d, 0, 0) == 0)
+		finish(d, cmd);
+}
+
+/* Nothing is waiting to be fed and bash is blocked reading its program:
+ * the command left a quote, heredoc or compound open.  Returns 1 then. */
+static int waiting_for_more(struct hsr_shell *sh)
+{
+	char path[64], buf[256];
+	int outq = 0, fd;
+	ssize_t n;
+	long nr = -1;
+	unsigned long a0 = 0;
+
+	if (ioctl(sh->in_fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)sh->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%ld %lx", &nr, &a0) != 2 || nr != SYS_read)
+		return 0;
+	/* Which descriptor: the program socket, wherever bash moved it. */
+	{
+		char link[64], target[64];
+		struct stat st;
+
+		snprintf(link, sizeof(link), "/proc/%d/fd/%lu", (int)sh->pid, a0);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0 || stat(link, &st) < 0)
+			return 0;
+		return (unsigned long)st.st_ino == sh->in_ino;
+	}
+}
+
+static void start_kill(struct hsr_daemon *d, struct hsr_shell *sh, int64_t grace)
+{
+	if (sh->killing)
+		return;
+	sh->killing = 1;
+	sh->kill_at = hsr_now_ms() + (grace >= 0 ? grace : HSR_DEFAULT_GRACE_MS);
+	/* The shell saves its state in its EXIT trap and goes; the command's
+	 * processes get TERM, and CONT in case they were stopped. */
+	if (sh->pid > 0)
+		kill(sh->pid, SIGTERM);
+	signal_cmd_procs(d, SIGTERM, 0);
+	signal_cmd_procs(d, SIGCONT, 0);
+}
+
+void hsr_shell_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint32_t arg)
+{
+	struct hsr_shell *sh = d->shell;
+
+	if (!sh || cmd->done)
+		return;
+	if (sh->cur != cmd) {
+		/* Still queued: a cancel ends it before it starts. */
+		if (op == HSR_SHIM_CANCEL) {
+			close_fd(&cmd->pipe_fd[1]);
+			close_fd(&cmd->pipe_fd[2]);
+			cmd->st.cancelled = 1;
+			cmd->st.exit_code = 128 + SIGTERM;
+			cmd->done = 1;
+			unlink_fifos(d, cmd);
+			free(cmd->req);
+			cmd->req = NULL;
+		}
+		return;
+	}
+	if (op == HSR_SHIM_CANCEL) {
+		cmd->st.cancelled = 1;
+		start_kill(d, sh, arg == HSR_GRACE_DEFAULT ? cmd->grace_ms : (int64_t)arg);
+	} else if (op == HSR_SHIM_SIGNAL) {
+		signal_cmd_procs(d, (int)arg, 0);
+	}
+}
+
+int hsr_shell_pollfds(struct hsr_daemon *d, struct pollfd *pfd, int max)
+{
+	struct hsr_shell *sh = d->shell;
+	int n = 0;
+
+	if (!sh)
+		return 0;
+	if (n < max && sh->in_fd >= 0 && sh->feed_pos < sh->feed.len)
+		pfd[n++] = (struct pollfd){ .fd = sh->in_fd, .events = POLLOUT };
+	if (n < max && sh->rec_fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = sh->rec_fd, .events = POLLIN };
+	for (int s = 1; s <= 2; s++)
+		if (n < max && sh->base_fd[s] >= 0)
+			pfd[n++] = (struct pollfd){ .fd = sh->base_fd[s], .events = POLLIN };
+	if (sh->cur && sh->cur->sync_fd >= 0 && n < max)
+		pfd[n++] = (struct pollfd){ .fd = sh->cur->sync_fd, .events = POLLIN };
+	for (struct joblog *j = sh->logs; j && n < max; j = j->next)
+		if (j->fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = j->fd, .events = POLLIN };
+	return n;
+}
+
+int hsr_shell_npoll(struct hsr_daemon *d)
+{
+	int n = 6;
+
+	if (d->shell)
+		for (struct joblog *j = d->shell->logs; j; j = j->next)
+			n++;
+	return n;
+}
+
+void hsr_shell_io(struct hsr_daemon *d, const struct pollfd *pfd, int n)
+{
+	struct hsr_shell *sh = d->shell;
+
+	if (!sh)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (!pfd[i].revents)
+			continue;
+		if (pfd[i].fd == sh->in_fd) {
+			if (feed_flush(sh) < 0)
+				sh->feed.len = sh->feed_pos = 0; /* the shell is gone; SIGCHLD says so */
+		} else if (pfd[i].fd == sh->rec_fd) {
+			read_record(d, sh);
+		} else if (pfd[i].fd == sh->base_fd[1] || pfd[i].fd == sh->base_fd[2]) {
+			read_base(d, sh, pfd[i].fd == sh->base_fd[1] ? 1 : 2);
+		} else if (sh->cur && pfd[i].fd == sh->cur->sync_fd) {
+			/* The shell opened the command's stdin: stop holding it. */
+			close_fd(&sh->cur->sync_fd);
+			close_fd(&sh->cur->hold_fd);
+		} else {
+			for (struct joblog *j = sh->logs; j; j = j->next)
+				if (j->fd == pfd[i].fd)
+					joblog_read(j);
+		}
+	}
+	for (struct joblog **pp = &sh->logs; *pp;) {
+		struct joblog *j = *pp;
+
+		if (j->fd < 0) {
+			*pp = j->next;
+			close_fd(&j->logfd);
+			free(j);
+		} else {
+			pp = &j->next;
+		}
+	}
+}
+
+void hsr_shell_reaped(struct hsr_daemon *d, pid_t pid, int status)
+{
+	if (d->shell && pid == d->shell->pid && pid > 0)
+		shell_died(d, status);
+}
+
+int64_t hsr_shell_tick(struct hsr_daemon *d)
+{
+	struct hsr_shell *sh = d->shell;
+	int64_t now = hsr_now_ms(), wake = -1;
+	struct hsr_cmd *cmd;
+
+	if (!sh || !(cmd = sh->cur))
+		return -1;
+	if (!sh->killing && sh->deadline > 0) {
+		if (now >= sh->deadline) {
+			cmd->st.timed_out = 1;
+			start_kill(d, sh, cmd->grace_ms);
+		} else {
+			wake = sh->deadline;
+		}
+	}
+	if (sh->killing) {
+		if (now >= sh->kill_at) {
+			if (sh->pid > 0) {
+				snprintf(sh->lost, sizeof(sh->lost), "the shell did not stop within the grace "
+					 "period and was killed; its state since the session started was lost");
+				kill(sh->pid, SIGKILL);
+			}
+			signal_cmd_procs(d, SIGKILL, 0);
+			if (sh->pid == 0 && sh->cur == cmd && signal_cmd_procs(d, 0, 0) == 0) {
+				finish(d, cmd);
+				return -1;
+			}
+			wake = now + 20;
+		} else {
+			/* The shell may be gone with processes of the command left. */
+			if (sh->pid == 0 && signal_cmd_procs(d, 0, 0) == 0) {
+				finish(d, cmd);
+				return -1;
+			}
+			wake = sh->kill_at < now + 50 ? sh->kill_at : now + 50;
+		}
+		return wake;
+	}
+	if (sh->pid > 0 && now >= sh->next_check) {
+		sh->next_check = now + INCOMPLETE_CHECK_MS;
+		if (!sh->incomplete_sent && waiting_for_more(sh)) {
+			/* End of input: bash reports the open construct and exits
+			 * through its EXIT trap, so the next shell has the state. */
+			sh->incomplete_sent = 1;
+			shutdown(sh->in_fd, SHUT_WR);
+		}
+	}
+	if (sh->pid > 0 && (wake < 0 || sh->next_check < wake))
+		wake = sh->next_check;
+	return wake;
+}
+
+int hsr_shell_alive(struct hsr_daemon *d)
+{
+	return d->shell && (d->shell->pid > 0 || signal_cmd_procs(d, 0, 1) > 0);
+}
+
+void hsr_shell_stop(struct hsr_daemon *d, int sig)
+{
+	struct hsr_shell *sh = d->shell;
+
+	if (!sh)
+		return;
+	if (sh->pid > 0)
+		kill(sh->pid, sig == SIGKILL ? SIGKILL : SIGHUP);
+	signal_cmd_procs(d, sig, 1);
+	if (sig != SIGKILL)
+		signal_cmd_procs(d, SIGCONT, 1);
+}
+
+void hsr_shell_free(struct hsr_daemon *d)
+{
+	struct hsr_shell *sh = d->shell;
+
+	if (!sh)
+		return;
+	close_fd(&sh->in_fd);
+	close_fd(&sh->rec_fd);
+	close_fd(&sh->base_fd[1]);
+	close_fd(&sh->base_fd[2]);
+	while (sh->logs) {
+		struct joblog *j = sh->logs;
+
+		sh->logs = j->next;
+		close_fd(&j->fd);
+		close_fd(&j->logfd);
+		free(j);
+	}
+	hsr_buf_free(&sh->feed);
+	hsr_buf_free(&sh->rec);
+	for (char **e = sh->env; e && *e; e++)
+		free(*e);
+	free(sh->env);
+	free(sh->prog);
+	free(sh->start_dir);
+	free(sh->under);
+	free(sh->pwd);
+	free(sh);
+	d->shell = NULL;
+}
