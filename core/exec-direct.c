@@ -258,6 +258,16 @@ run(struct direct *d, const char *const *argv, uint32_t argc, char *const *envp,
 }
 
 /*
+ * A name the wrapper may be given: an identifier (it expands the names
+ * through eval) and none of its own __hs_* variables.
+ */
+static int
+wrapper_name(const char *s, size_t len)
+{
+	return hs_env_valid_name(s, len) && !(len >= 5 && memcmp(s, "__hs_", 5) == 0);
+}
+
+/*
  * SHELL -c FILE_WRAPPER hs SNAPSHOT CWD COMMAND KEEP NAME...: the names of
  * the variables the exec sets for this command (the per-command ones: -e,
  * serve's env, the pass-through), so the wrapper keeps them out of the
@@ -273,7 +283,7 @@ wrapper_argv(struct hs_conn *cn, const struct hs_exec_opts *o, uint32_t *argc)
 	size_t bytes = 0;
 	for (size_t i = 0; i < n_env; i++) {
 		const char *eq = strchr(o->envp[i], '=');
-		if (eq && hs_env_valid_name(o->envp[i], (size_t)(eq - o->envp[i])))
+		if (eq && wrapper_name(o->envp[i], (size_t)(eq - o->envp[i])))
 			bytes += (size_t)(eq - o->envp[i]) + 1;
 	}
 	const char **argv = malloc((8 + n_env + 1) * sizeof(*argv) + bytes);
@@ -292,8 +302,7 @@ wrapper_argv(struct hs_conn *cn, const struct hs_exec_opts *o, uint32_t *argc)
 	for (size_t i = 0; i < n_env; i++) {
 		const char *eq = strchr(o->envp[i], '=');
 		size_t len = eq ? (size_t)(eq - o->envp[i]) : 0;
-		/* Only identifiers: the wrapper expands these names through eval. */
-		if (!eq || !hs_env_valid_name(o->envp[i], len))
+		if (!eq || !wrapper_name(o->envp[i], len))
 			continue;
 		memcpy(w, o->envp[i], len);
 		w[len] = '\0';
