@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # bench/: benchmarks, never part of `make check`.  `make bench` runs them all
 # and prints ratios against what a user would do instead (bench/README.md).
-EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py
+EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py bench/shell-bench.sh
 
 # hs serve session latency vs bash -c true and the Python-subprocess approach,
 # 100 concurrent sessions, hs backends / hs run start-up.
@@ -14,6 +14,13 @@ bench-throughput: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
 	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
 	  bash $(top_srcdir)/bench/throughput.sh
 
+# A `true` in a session against one persistent bash fed through a pipe,
+# `bash -c true` and the fork/exec floor, and with 2,000 (20,000) functions
+# defined (issue 21 item 9).
+bench-shell: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
+	  bash $(top_srcdir)/bench/shell-bench.sh
+
 # `make bench` runs every benchmark in one go; each writes its latency row to
 # bench/latency.tsv, which bench/plot.py draws as bench/latency.svg.
 HS_BENCH_TSV = $(abs_top_builddir)/bench/latency.tsv
@@ -21,7 +28,7 @@ export HS_BENCH_TSV
 bench:
 	@$(MKDIR_P) bench
 	rm -f bench/latency.tsv
-	$(MAKE) $(AM_MAKEFLAGS) bench-runner bench-analyse bench-serve bench-throughput $(BENCH_EXTRA)
+	$(MAKE) $(AM_MAKEFLAGS) bench-runner bench-analyse bench-serve bench-shell bench-throughput $(BENCH_EXTRA)
 	python3 $(top_srcdir)/bench/plot.py bench/latency.tsv bench/latency.svg
 
-.PHONY: bench bench-serve bench-throughput
+.PHONY: bench bench-serve bench-shell bench-throughput

@@ -37,8 +37,8 @@ hs_env_is_secret_name(const char *name, size_t len)
 	return 0;
 }
 
-static int
-valid_name(const char *s, size_t len)
+int
+hs_env_valid_name(const char *s, size_t len)
 {
 	if (len == 0 || isdigit((unsigned char)s[0]))
 		return 0;
@@ -108,7 +108,7 @@ hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passt
 	for (size_t i = 0; i < n_sets; i++) {
 		const char *eq = strchr(sets[i], '=');
 		/* HS_* stay out even when asked for: a command must not reconfigure hs. */
-		if (!eq || !valid_name(sets[i], (size_t)(eq - sets[i])) || strncmp(sets[i], "HS_", 3) == 0) {
+		if (!eq || !hs_env_valid_name(sets[i], (size_t)(eq - sets[i])) || strncmp(sets[i], "HS_", 3) == 0) {
 			if (bad)
 				*bad = sets[i];
 			hs_env_free(out);

@@ -15,6 +15,9 @@ struct hs_envlist {
 	size_t n_secrets;
 };
 
+/* 1 when s[0..len) is a shell identifier (a name a variable can have), else 0. */
+int hs_env_valid_name(const char *s, size_t len);
+
 /* 1 when a variable of this name is a credential or an HS_* setting. */
 int hs_env_is_secret_name(const char *name, size_t len);
 

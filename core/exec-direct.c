@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/env.h"
 #include "core/exec.h"
 #include "core/safety/redact.h"
 #include "core/shell.h"
@@ -256,6 +257,63 @@ run(struct direct *d, const char *const *argv, uint32_t argc, char *const *envp,
 	return 0;
 }
 
+/*
+ * A name the wrapper may be given: an identifier (it expands the names
+ * through eval) and none of its own __hs_* variables.
+ */
+static int
+wrapper_name(const char *s, size_t len)
+{
+	return hs_env_valid_name(s, len) && !(len >= 5 && memcmp(s, "__hs_", 5) == 0);
+}
+
+/*
+ * SHELL -c FILE_WRAPPER hs SNAPSHOT CWD COMMAND KEEP NAME...: the names of
+ * the variables the exec sets for this command (the per-command ones: -e,
+ * serve's env, the pass-through), so the wrapper keeps them out of the
+ * session's snapshot.  The strings are o's and cn's; free() the array.
+ */
+static const char **
+wrapper_argv(struct hs_conn *cn, const struct hs_exec_opts *o, uint32_t *argc)
+{
+	size_t n_env = 0;
+	while (o->envp && o->envp[n_env])
+		n_env++;
+	/* The names live in one block after the array, freed with it. */
+	size_t bytes = 0;
+	for (size_t i = 0; i < n_env; i++) {
+		const char *eq = strchr(o->envp[i], '=');
+		if (eq && wrapper_name(o->envp[i], (size_t)(eq - o->envp[i])))
+			bytes += (size_t)(eq - o->envp[i]) + 1;
+	}
+	const char **argv = malloc((8 + n_env + 1) * sizeof(*argv) + bytes);
+	if (!argv)
+		return NULL;
+	uint32_t n = 0;
+	argv[n++] = cn->props.shell;
+	argv[n++] = "-c";
+	argv[n++] = hs_shell_file_wrapper(cn->props.shell);
+	argv[n++] = "hs";
+	argv[n++] = cn->snapshot;
+	argv[n++] = o->cwd ? o->cwd : "";
+	argv[n++] = o->command;
+	argv[n++] = o->keep_state ? "1" : "0";
+	char *w = (char *)(argv + 8 + n_env + 1);
+	for (size_t i = 0; i < n_env; i++) {
+		const char *eq = strchr(o->envp[i], '=');
+		size_t len = eq ? (size_t)(eq - o->envp[i]) : 0;
+		if (!eq || !wrapper_name(o->envp[i], len))
+			continue;
+		memcpy(w, o->envp[i], len);
+		w[len] = '\0';
+		argv[n++] = w;
+		w += len + 1;
+	}
+	argv[n] = NULL;
+	*argc = n;
+	return argv;
+}
+
 int
 hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
                     const struct hs_sink_ops *sink, struct hs_exec_out *out, char *err,
@@ -264,6 +322,8 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 	struct direct d = { .cn = cn, .sink = sink, .deadline_ms = o->deadline_ms,
 	                    .grace_ms = o->grace_ms >= 0 ? o->grace_ms : 2000 };
 	struct hs_exec_result res;
+	const char **argv = NULL;
+	uint32_t argc = 0;
 	char *in = NULL;
 	size_t in_len = 0;
 	int rc = -1;
@@ -278,12 +338,13 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 				snprintf(err, errlen, "out of memory");
 				goto out;
 			}
-	const char *argv[] = {
-		cn->props.shell, "-c", hs_shell_file_wrapper(cn->props.shell), "hs", cn->snapshot,
-		o->cwd ? o->cwd : "", o->command, o->keep_state ? "1" : "0", NULL,
-	};
+	argv = wrapper_argv(cn, o, &argc);
+	if (!argv) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 	int64_t start = now_ms();
-	if (run(&d, argv, 8, o->envp, o->start_dir, in, in_len, &res, err, errlen) < 0)
+	if (run(&d, argv, argc, o->envp, o->start_dir, in, in_len, &res, err, errlen) < 0)
 		goto out;
 	for (int s = 1; sink && s <= 2; s++) {
 		struct hs_redact_sink rcx = { sink, s, 0 };
@@ -300,6 +361,7 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 out:
 	for (int i = 1; i <= 2; i++)
 		hs_redactor_free(d.red[i]);
+	free(argv);
 	free(in);
 	return rc;
 }

@@ -221,6 +221,7 @@ hs_loader_load_file(const char *path, struct hs_plugin *p)
 	memcpy(&p->desc, be, be->struct_size < sizeof(p->desc) ? be->struct_size : sizeof(p->desc));
 	snprintf(p->version, sizeof(p->version), "%s", be->version);
 	snprintf(p->summary, sizeof(p->summary), "%s", be->summary);
+	p->runner_stream = p->desc.runner_stream != NULL;
 	p->dl = dl;
 	p->refused = 0;
 	p->reason[0] = '\0';
@@ -344,6 +345,7 @@ struct check_msg {
 	char version[64];
 	char summary[256];
 	int32_t probed;
+	int32_t runner_stream; /* the descriptor has runner_stream (pointers stay in the child) */
 	int32_t probe_status;
 	char probe_err[HS_ERR_MAX];
 	struct hs_probe_report report;
@@ -380,6 +382,7 @@ check_child(int wfd, const char *path, struct hs_probe_report *probe, hs_host_ma
 	} else {
 		snprintf(m->version, sizeof(m->version), "%s", p.desc.version);
 		snprintf(m->summary, sizeof(m->summary), "%s", p.desc.summary);
+		m->runner_stream = p.desc.runner_stream != NULL;
 		if (probe && make_host) {
 			const struct hs_host_v1 *host = make_host(&p.desc, host_ctx, m->probe_err);
 			void *state = NULL;
@@ -489,6 +492,7 @@ hs_loader_check_forked(struct hs_plugin *p, struct hs_probe_report *probe, int32
 	snprintf(p->reason, sizeof(p->reason), "%s", m->reason);
 	snprintf(p->version, sizeof(p->version), "%s", m->version);
 	snprintf(p->summary, sizeof(p->summary), "%s", m->summary);
+	p->runner_stream = m->runner_stream;
 	if (probe && m->probed) {
 		*probe = m->report;
 		if (probe_status)

@@ -23,6 +23,8 @@ struct hs_plugin {
 	char version[64];             /* copies: valid even when checked in a child */
 	char summary[256];
 	struct hs_backend_v1 desc;    /* copy of the descriptor, zero past struct_size */
+	int runner_stream;            /* the descriptor has runner_stream (also when
+	                                 checked in a child, where desc stays empty) */
 	void *dl;                     /* dlopen handle; never closed while threads run */
 };
 

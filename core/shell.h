@@ -21,9 +21,12 @@ const char *hs_shell_wrapper(const char *shell);
 
 /*
  * The wrapper for backends without a runner (one exec per command):
- *     SHELL -c FILE_WRAPPER hs SNAPSHOT CWD COMMAND KEEP
+ *     SHELL -c FILE_WRAPPER hs SNAPSHOT CWD COMMAND KEEP [NAME...]
  * writes the snapshot itself, to SNAPSHOT inside the sandbox (through a
- * temporary file and a rename), when KEEP is "1".
+ * temporary file and a rename), when KEEP is "1".  CWD (-C) applies to this
+ * command only, unless no snapshot exists yet (the session starts there);
+ * each NAME is a variable the exec set for this command only (shell
+ * identifiers only: they are expanded through eval); umask 022 to start.
  */
 const char *hs_shell_file_wrapper(const char *shell);
 

@@ -72,12 +72,27 @@ probe_builtin(struct hs_core *c, struct row *r, int deep)
 	snprintf(r->p.path, sizeof(r->p.path), "(built-in)");
 	snprintf(r->p.version, sizeof(r->p.version), "%s", hs_builtin_local.version);
 	snprintf(r->p.summary, sizeof(r->p.summary), "%s", hs_builtin_local.summary);
+	r->p.runner_stream = hs_builtin_local.runner_stream != NULL;
 	if (!b) {
 		fill_from_probe(r, HS_E_UNAVAILABLE, err);
 		return;
 	}
 	int32_t st = b->plugin.desc.probe(b->state, deep ? HS_PROBE_DEEP : 0, &r->rep, err);
 	fill_from_probe(r, st, err);
+}
+
+/*
+ * The session shell a backend gives: "persistent" (one shell kept by the
+ * runner) when it hosts the runner, "snapshot" (a shell per command that
+ * restores the state from a file) in exec mode.  A ready backend's probe
+ * says which it is here (docker.runner = false, a sandbox of another
+ * architecture); an unavailable one is judged by what it can do.
+ */
+static const char *
+shell_model(const struct row *r)
+{
+	int runner = r->p.runner_stream && (r->status != 0 || r->rep.runner);
+	return runner ? "persistent" : "snapshot";
 }
 
 /* "key=value" lines of a probe detail, as JSON members. */
@@ -170,6 +185,7 @@ gen_rows(yajl_gen g, const struct row *rows, size_t n)
 		hs_json_kstr(g, "reason", r->why[0] ? r->why : NULL);
 		if (r->status != 2) {
 			hs_json_kbool(g, "runner", r->rep.runner);
+			hs_json_kstr(g, "shell", shell_model(r));
 			json_detail(g, r->rep.detail);
 		}
 		yajl_gen_map_close(g);
