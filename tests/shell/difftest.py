@@ -1,0 +1,549 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Differential test of the session shell (issue 21 item 8).
+
+Feeds the same command sequences to an hs session (through `hs serve`) and
+to one persistent `bash --norc --noprofile` per sequence, and compares, per
+command, stdout, stderr, exit code and cwd.  A unified diff is printed for
+every command that differs.  Exit 0 when all match, 1 on any mismatch, 77
+when the backend cannot open a session here.
+
+Case files (tests/shell/cases/*.txt):
+
+    === sequence-name
+    #backends local,isolate      (optional: only on these backends)
+    #needs busybox               (optional: skip unless on the host's PATH)
+    --- an optional note
+    command line(s)
+    ---
+    #no-ref
+    #timeout 2
+    #expect-exit 124
+    command
+
+Lines before the first `===`, and `#` lines of a sequence before its first
+`---`, other than the directives above, are comments.  A command is the
+lines of a `---` block, after leading directive lines:
+  #timeout N          exec timeout given to hs (none by default)
+  #env K=V, #exec-cwd P  exec's per-command env and cwd (hs only: with #no-ref)
+  #no-ref             hs only: the reference is not fed this command (one
+                      that ends a shell: exit, set -e failure, syntax error,
+                      kill $$, a timeout); give explicit expectations
+  #expect-exit N      the exit code must be N
+  #expect-stdout T    stdout must be these lines (repeatable, one per line)
+  #expect-stdout-empty, #expect-stderr T, #expect-stderr-empty
+  #expect-stderr-has T  stderr must contain T
+  #expect-cwd P       the cwd after the command must be P (@W@ allowed)
+Expectations apply to the hs side (and to the reference on compared
+commands).  In commands, @PORT@ is a free loopback port (one per side and
+sequence) and @TOKEN@ a number unique to this run.  Before comparing, each
+side's start directory, HOME and port read @W@, @HOME@ and @PORT@, and
+`bash: line N: ` reads `bash: ` (line numbers count the bookkeeping lines).
+
+The reference: bash reads its commands from a FIFO named `bash`, given as
+its script, so that $0 is `bash` and messages read `bash: line N: ...` as
+from stdin, while `exec 0</dev/null` does not cut its own input (bash reads
+a stdin pipe unbuffered from fd 0).  The FIFO is unlinked once bash has it
+open.  Command i is sent as
+    exec 0</dev/null 1>OUT_i 2>ERR_i; { (exit S) guarded; } 2>/dev/null
+    COMMAND
+    { builtin printf ... "$?" "$PWD" >STATUS; : <ACK; } 2>/dev/null
+where S is the previous command's status, put back in $?.  The driver reads
+OUT_i and ERR_i before it opens ACK, so the trace of the next `exec` under
+`set -x` lands in ERR_i after it was read.  Known limits (the cases avoid
+them): an ERR or DEBUG trap fires on the bookkeeping; under `set -e` a
+non-zero $? that did not end the shell (`! true`) is not put back; `set -v`
+echoes the bookkeeping; $_ and BASH_SOURCE differ from a stdin-fed bash;
+functions or aliases named exec, case or `:` would catch the bookkeeping;
+output a background job writes after its command returned is racy.
+
+hs side: one `hs serve`, one session per sequence (workspace and cwd its
+own fresh directory; with --start-cd, a hidden `mkdir -p DIR && cd DIR`
+first, on both sides).  The cwd comes from the reply's "cwd" if present,
+else from a hidden exec that prints $PWD and puts $? back.
+"""
+import argparse, difflib, json, os, random, re, select, shutil, signal, socket, subprocess, sys, tempfile, time
+
+DIRECTIVES = ("timeout", "env", "exec-cwd", "no-ref", "expect-exit", "expect-stdout", "expect-stdout-empty", "expect-stderr",
+              "expect-stderr-empty", "expect-stderr-has", "expect-cwd")
+SEQ_DIRECTIVES = ("backends", "needs")
+REF_LIMIT = 60  # seconds a reference command may take before the case is called broken
+TOKEN = str(random.randint(100000, 999999))
+
+
+class CaseError(Exception):
+    pass
+
+
+class BrokenCase(Exception):
+    """The reference itself failed: the case (or this driver) is wrong."""
+
+
+def parse_cases(path):
+    """Returns [(name, {directive: value}, [(command, {directive: [values]})])]."""
+    seqs, seq, block = [], None, None
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+
+    def end_block():
+        if block is not None:
+            text = "\n".join(block["lines"]).strip("\n")
+            if not text:
+                raise CaseError("%s: sequence '%s' has an empty command" % (path, seq[0]))
+            seq[2].append((text, block["dirs"]))
+
+    for no, line in enumerate(lines, 1):
+        if line.startswith("==="):
+            end_block()
+            block = None
+            seq = (line[3:].strip(), {}, [])
+            if not seq[0]:
+                raise CaseError("%s:%d: a sequence needs a name" % (path, no))
+            seqs.append(seq)
+        elif seq is None:
+            continue
+        elif line.startswith("---"):
+            end_block()
+            block = {"lines": [], "dirs": {}, "head": True}
+        elif block is None:
+            m = re.match(r"#(\S+)\s*(.*)$", line)
+            if m and m.group(1) in SEQ_DIRECTIVES:
+                seq[1][m.group(1)] = m.group(2).strip()
+        else:
+            m = re.match(r"#(\S+)(?: (.*))?$", line)
+            if block["head"] and m and m.group(1) in DIRECTIVES:
+                block["dirs"].setdefault(m.group(1), []).append(m.group(2) or "")
+            else:
+                block["head"] = False
+                block["lines"].append(line)
+    end_block()
+    return seqs
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def subst(cmd, port):
+    return cmd.replace("@PORT@", str(port)).replace("@TOKEN@", TOKEN)
+
+
+def sq(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def restore_status(s):
+    """Shell text that sets $? to s without ending an errexit shell."""
+    if s == 0:
+        return ""
+    return "{ case $- in *e*) ;; *) (exit %d);; esac; } 2>/dev/null" % s
+
+
+class Reference:
+    """One persistent `bash --norc --noprofile` in directory w."""
+
+    def __init__(self, w, home, path):
+        self.w, self.n, self.status = w, 0, 0
+        self.io = tempfile.mkdtemp(prefix="io.", dir=os.path.dirname(w))
+        self.st, self.ack = self.io + "/status", self.io + "/ack"
+        os.mkfifo(self.st, 0o600)
+        os.mkfifo(self.ack, 0o600)
+        script = os.path.join(w, "bash")
+        os.mkfifo(script, 0o600)
+        env = {"PATH": path, "HOME": home, "LANG": "C"}
+        self.p = subprocess.Popen(["/bin/bash", "--norc", "--noprofile", "bash"], cwd=w, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, umask=0o022, start_new_session=True)
+        self.feed = open(script, "w")  # blocks until bash opened its script
+        os.unlink(script)
+        self.stfd = os.open(self.st, os.O_RDWR)
+
+    def run(self, cmd):
+        """Returns (stdout, stderr, exit code, cwd)."""
+        self.n += 1
+        out, err = "%s/out.%d" % (self.io, self.n), "%s/err.%d" % (self.io, self.n)
+        self.feed.write("exec 0</dev/null 1>%s 2>%s; %s\n%s\n"
+                        "{ builtin printf 'S%%s\\0%%s\\0' \"$?\" \"$PWD\" >%s; : <%s; } 2>/dev/null\n"
+                        % (sq(out), sq(err), restore_status(self.status), cmd, sq(self.st), sq(self.ack)))
+        self.feed.flush()
+        buf, end = b"", time.time() + REF_LIMIT
+        while buf.count(b"\0") < 2:
+            if self.p.poll() is not None:
+                raise CaseError("the reference shell ended (status %d) on: %s\n"
+                                "  (a command that ends a shell needs #no-ref)" % (self.p.returncode, cmd))
+            if time.time() > end:
+                raise CaseError("the reference took over %d s on: %s" % (REF_LIMIT, cmd))
+            r, _, _ = select.select([self.stfd], [], [], 0.2)
+            if r:
+                buf += os.read(self.stfd, 4096)
+        code, cwd = buf[1:].split(b"\0")[:2]
+        res = (readf(out), readf(err), int(code), cwd.decode("utf-8", "replace"))
+        ackfd = os.open(self.ack, os.O_WRONLY)
+        os.close(ackfd)
+        self.status = res[2]
+        return res
+
+    def close(self):
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.p.wait()
+        for f in (self.feed,):
+            try:
+                f.close()
+            except OSError:
+                pass
+        os.close(self.stfd)
+        shutil.rmtree(self.io, ignore_errors=True)
+
+
+def readf(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+
+
+class Serve:
+    """One `hs serve` process; sessions are opened and closed through it."""
+
+    def __init__(self, hs, base, home):
+        self.home, self.sessions = home, 0
+        os.makedirs(base + "/run", 0o700)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C",
+               "XDG_STATE_HOME": base + "/state", "XDG_CONFIG_HOME": base + "/config",
+               "XDG_CACHE_HOME": base + "/cache", "XDG_RUNTIME_DIR": base + "/run"}
+        for k in ("DOCKER_HOST", "HS_RUNNER", "HS_PLUGIN_PATH", "top_builddir", "top_srcdir"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        self.p = subprocess.Popen([hs, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  env=env, text=True, bufsize=1, umask=0o022)
+        self.id = 0
+
+    def req(self, o, limit):
+        self.id += 1
+        o["id"] = self.id
+        self.p.stdin.write(json.dumps(o) + "\n")
+        self.p.stdin.flush()
+        end = time.time() + limit
+        while True:
+            left = end - time.time()
+            if left <= 0 or not select.select([self.p.stdout], [], [], left)[0]:
+                return {"ok": False, "error": "no reply in %d s" % limit}
+            line = self.p.stdout.readline()
+            if not line:
+                return {"ok": False, "error": "hs serve ended"}
+            r = json.loads(line)
+            if r.get("event") == "approval":
+                # The session runs in ask mode so that what the analyser
+                # cannot read (a syntax error) still runs: every ask is
+                # approved once.  Its reply carries an id no request waits on.
+                self.id += 1
+                self.p.stdin.write(json.dumps({"id": self.id, "op": "approve", "request": r.get("request"),
+                                               "decision": "once"}) + "\n")
+                self.p.stdin.flush()
+            elif r.get("id") == o["id"] and "event" not in r:
+                return r
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+
+
+def reply_text(r, key):
+    if r.get(key + "_b64"):
+        import base64
+        return base64.b64decode(r[key + "_b64"]).decode("utf-8", "replace")
+    return r.get(key) or ""
+
+
+class HsSession:
+    def __init__(self, serve, name, args, w):
+        self.s, self.name, self.status = serve, name, 0
+        o = {"op": "open", "session": name, "backend": args.backend, "approval": "ask"}
+        if args.image:
+            o["image"] = args.image
+        if not args.start_cd:
+            o["workspace"] = w
+            o["cwd"] = w
+        if args.isolate:
+            o["isolate"] = True
+        r = serve.req(o, 120)
+        if not r.get("ok"):
+            raise CaseError("open failed: %s" % json.dumps(r))
+
+    def pwd(self, status):
+        """The session's $PWD, through a hidden exec that puts $? back to status."""
+        h = self.s.req({"op": "exec", "session": self.name,
+                        "command": "builtin printf '%%s\\n' \"$PWD\"\n%s" % restore_status(status)}, 120)
+        return reply_text(h, "stdout")[:-1] if h.get("ok") else "(hidden pwd failed: %s)" % h.get("error")
+
+    def run(self, cmd, timeout, env=None, cwd=None):
+        o = {"op": "exec", "session": self.name, "command": cmd}
+        if timeout is not None:
+            o["timeout"] = timeout
+        if env:
+            o["env"] = env
+        if cwd:
+            o["cwd"] = cwd
+        r = self.s.req(o, (timeout or 0) + 120)
+        if not r.get("ok"):
+            raise CaseError("exec failed: %s" % json.dumps(r))
+        code = r.get("exit_code")
+        cwd = r.get("cwd")
+        if cwd is None:
+            cwd = self.pwd(code or 0)
+        self.status = code
+        restarted = ""
+        if r.get("shell_restarted"):
+            restarted = "yes (%s)" % r.get("shell_restarted_reason")
+        return (reply_text(r, "stdout"), reply_text(r, "stderr"), code, cwd, restarted)
+
+    def close(self):
+        self.s.req({"op": "close", "session": self.name}, 60)
+
+
+def normalize(res, w, home, port):
+    out = []
+    for v in res:
+        if isinstance(v, str):
+            for a, b in ((w, "@W@"), (home, "@HOME@")):
+                v = v.replace(a, b)
+            v = v.replace(str(port), "@PORT@")
+            v = re.sub(r"(?m)^bash: line \d+: ", "bash: ", v)
+        out.append(v)
+    return tuple(out)
+
+
+def expectation_errors(res, dirs):
+    errs = []
+    stdout, stderr, code, cwd = res[:4]
+    if "expect-exit" in dirs and str(code) != dirs["expect-exit"][0].strip():
+        errs.append("exit code %s, expected %s" % (code, dirs["expect-exit"][0]))
+    for key, text in (("stdout", stdout), ("stderr", stderr)):
+        if "expect-%s-empty" % key in dirs and text != "":
+            errs.append("%s not empty: %r" % (key, text))
+        if "expect-" + key in dirs:
+            want = "".join(x + "\n" for x in dirs["expect-" + key])
+            if text != want:
+                errs.append("%s %r, expected %r" % (key, text, want))
+    for t in dirs.get("expect-stderr-has", []):
+        if t not in stderr:
+            errs.append("stderr %r lacks %r" % (stderr, t))
+    if "expect-cwd" in dirs and cwd != dirs["expect-cwd"][0]:
+        errs.append("cwd %r, expected %r" % (cwd, dirs["expect-cwd"][0]))
+    return errs
+
+
+def show(res):
+    stdout, stderr, code, cwd, restarted = res
+    lines = ["exit: %s" % code, "cwd: %s" % cwd]
+    if restarted:
+        lines.append("shell_restarted: " + restarted)
+    lines.append("stdout:")
+    lines += ["  " + x for x in stdout.split("\n")]
+    lines += ["stderr:"] + ["  " + x for x in stderr.split("\n")]
+    return lines
+
+
+class Side:
+    """Runs one sequence on one side: the reference, or hs."""
+
+    def __init__(self, kind, base, args, serve, label):
+        self.kind, self.args, self.serve = kind, args, serve
+        self.base = tempfile.mkdtemp(prefix=label + ".", dir=base)
+        self.home = os.path.join(base, "home-" + label.split("-")[0])
+        os.makedirs(self.home, exist_ok=True)
+        self.w = os.path.join(self.base, "w")
+        os.mkdir(self.w)
+        self.port = free_port()
+        if kind == "ref":
+            self.sh = Reference(self.w, self.home, args.ref_path)
+        else:
+            serve.sessions += 1
+            self.sh = HsSession(serve, "diff%d" % serve.sessions, args, self.w)
+            self.home = serve.home
+        if args.start_cd:
+            if kind != "ref":
+                self.w = args.start_cd
+            self.raw("mkdir -p %s && cd %s" % (sq(self.w), sq(self.w)), None)
+
+    def start_cwd(self):
+        """Where the side is before its first command (normalized)."""
+        if self.kind == "ref":
+            return "@W@"
+        return normalize((self.sh.pwd(0),), self.w, self.home, self.port)[0]
+
+    def raw(self, cmd, timeout):
+        if self.kind == "ref":
+            return self.sh.run(cmd) + ("",)
+        return self.sh.run(cmd, timeout)
+
+    def run(self, cmd, dirs):
+        t = dirs.get("timeout")
+        if self.kind == "ref":
+            res = self.raw(subst(cmd, self.port), None)
+        else:
+            env = dict(x.split("=", 1) for x in dirs.get("env", []))
+            cwd = dirs.get("exec-cwd", [None])[0]
+            res = self.sh.run(subst(cmd, self.port), float(t[0]) if t else None, env,
+                              cwd and cwd.replace("@W@", self.w))
+        return normalize(res, self.w, self.home, self.port)
+
+    def close(self):
+        try:
+            self.sh.close()
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+def run_sequence(name, cmds, args, base, serve):
+    """Returns the number of failures."""
+    fails = 0
+    a_kind = "ref"
+    b_kind = "ref" if args.self_check else "hs"
+    steps = [(c, d) for c, d in cmds if not (args.self_check and "no-ref" in d)]
+    results = {}
+    for kind, label in ((a_kind, "ref"), (b_kind, "ref2" if args.self_check else "hs")):
+        side = None
+        res = []
+        try:
+            side = Side(kind, base, args, serve, label)
+            cwd = side.start_cwd()
+            for i, (c, d) in enumerate(steps):
+                if label == "ref" and "no-ref" in d:
+                    res.append(None)
+                    cwd = None
+                    continue
+                # Commands run only where the reference ran them: a session
+                # that lost its cwd (today's sessions start in /) could
+                # otherwise write into the host's directories.
+                ref = results.get("ref")
+                want = None
+                if ref is not None:
+                    want = "@W@" if i == 0 else ref[i - 1][3] if ref[i - 1] is not None else None
+                if want is not None and cwd != want:
+                    raise CaseError("before command #%d the session is in '%s', the reference in '%s': "
+                                    "the rest of the sequence is not run" % (i + 1, cwd, want))
+                res.append(side.run(c, d))
+                cwd = res[-1][3]
+        except CaseError as e:
+            print("FAIL: %s [%s]: %s" % (name, label, e))
+            if kind == "ref":
+                raise BrokenCase(name)
+            return 1
+        finally:
+            if side:
+                side.close()
+        results[label] = res
+    a, b = results["ref"], results["ref2" if args.self_check else "hs"]
+    for i, (c, d) in enumerate(steps):
+        where = "%s #%d: %s" % (name, i + 1, c.split("\n")[0][:70])
+        errs = expectation_errors(b[i], d)
+        diff = ""
+        if a[i] is not None:
+            errs += ["reference: " + e for e in expectation_errors(a[i], d)]
+            if a[i] != b[i]:
+                errs.append("differs from the reference:")
+                diff = "".join(difflib.unified_diff(
+                    [x + "\n" for x in show(a[i])], [x + "\n" for x in show(b[i])],
+                    "reference", "reference 2" if args.self_check else "hs", n=20))
+        if args.show:
+            print("== %s\n%s" % (where, "\n".join("    " + x for x in show(a[i] or b[i]))))
+        if errs:
+            fails += 1
+            print("FAIL: %s\n  command: %s\n  %s" % (where, c.replace("\n", "\n           "), "\n  ".join(errs)))
+            sys.stdout.write(diff)
+            if a[i] is None:
+                print("\n".join("    " + x for x in show(b[i])))
+    if not fails:
+        print("ok: %s (%d commands)" % (name, len(steps)))
+    return fails
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cases", nargs="+", help="case files")
+    ap.add_argument("--hs", default=os.environ.get("HS"), help="the hs binary (default $HS)")
+    ap.add_argument("--backend", default="local", choices=("local", "docker"))
+    ap.add_argument("--isolate", action="store_true", help="local backend in its namespaces")
+    ap.add_argument("--image", help="image for the docker backend")
+    ap.add_argument("--start-cd", metavar="DIR",
+                    help="the hs side starts each sequence by a hidden `mkdir -p DIR && cd DIR` "
+                         "(for backends without the host's directories)")
+    ap.add_argument("--ref-path", default="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                    help="PATH of the reference shell")
+    ap.add_argument("--self-check", action="store_true",
+                    help="run the reference against a second reference (every #no-ref command left out)")
+    ap.add_argument("--show", action="store_true", help="print every command's result")
+    ap.add_argument("--only", help="run only the sequences whose name contains this")
+    args = ap.parse_args()
+    label = "isolate" if args.isolate else args.backend
+    seqs = []
+    for f in args.cases:
+        for name, sd, cmds in parse_cases(f):
+            if args.only and args.only not in name:
+                continue
+            if sd.get("backends") and label not in sd["backends"].split(","):
+                continue
+            missing = [n for n in sd.get("needs", "").split() if not shutil.which(n, path=args.ref_path)]
+            if missing:
+                print("skip: %s (needs %s)" % (name, " ".join(missing)))
+                continue
+            seqs.append((name, cmds))
+    base = tempfile.mkdtemp(prefix="hsdiff.", dir="/tmp")
+    os.chmod(base, 0o755)
+    serve = None
+    fails = broken = 0
+    try:
+        if not args.self_check:
+            if not args.hs:
+                print("difftest: no hs binary: pass --hs PATH or set HS")
+                return 2
+            home = os.path.join(base, "home-hs")
+            os.makedirs(home)
+            serve = Serve(args.hs, base, home)
+            probe = os.path.join(base, "probe")
+            os.mkdir(probe)
+            pa = argparse.Namespace(**vars(args))
+            try:
+                HsSession(serve, "probe", pa, probe).close()
+            except CaseError as e:
+                print("SKIP: the %s backend cannot open a session here: %s" % (label, e))
+                return 77
+        for name, cmds in seqs:
+            try:
+                fails += run_sequence(name, cmds, args, base, serve)
+            except BrokenCase:
+                broken += 1
+    finally:
+        if serve:
+            serve.close()
+        shutil.rmtree(base, ignore_errors=True)
+    print("%s: %d sequence(s), %d failing command(s)" % (label if not args.self_check else "self-check",
+                                                       len(seqs), fails))
+    if broken:
+        # Exit 99 (a hard error under automake) rather than 1, which the
+        # XFAIL entries would take for an expected failure.
+        print("ERROR: %d sequence(s) failed on the reference side" % broken)
+        return 99
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:  # a driver bug is an error, never an expected failure
+        import traceback
+        traceback.print_exc()
+        sys.exit(99)
