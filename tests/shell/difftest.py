@@ -62,7 +62,7 @@ own fresh directory; with --start-cd, a hidden `mkdir -p DIR && cd DIR`
 first, on both sides).  The cwd comes from the reply's "cwd" if present,
 else from a hidden exec that prints $PWD and puts $? back.
 """
-import argparse, difflib, json, os, random, re, select, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, difflib, errno, json, os, random, re, select, shutil, signal, socket, subprocess, sys, tempfile, time
 
 DIRECTIVES = ("timeout", "env", "exec-cwd", "no-ref", "expect-exit", "expect-stdout", "expect-stdout-empty", "expect-stderr",
               "expect-stderr-empty", "expect-stderr-has", "expect-cwd")
@@ -158,7 +158,7 @@ class Reference:
         self.p = subprocess.Popen(["/bin/bash", "--norc", "--noprofile", "bash"], cwd=w, env=env,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, umask=0o022, start_new_session=True)
-        self.feed = open(script, "w")  # blocks until bash opened its script
+        self.feed = os.fdopen(open_writer(script, self.p), "w")
         os.unlink(script)
         self.stfd = os.open(self.st, os.O_RDWR)
 
@@ -182,8 +182,7 @@ class Reference:
                 buf += os.read(self.stfd, 4096)
         code, cwd = buf[1:].split(b"\0")[:2]
         res = (readf(out), readf(err), int(code), cwd.decode("utf-8", "replace"))
-        ackfd = os.open(self.ack, os.O_WRONLY)
-        os.close(ackfd)
+        os.close(open_writer(self.ack, self.p))
         self.status = res[2]
         return res
 
@@ -193,13 +192,30 @@ class Reference:
         except ProcessLookupError:
             pass
         self.p.wait()
-        for f in (self.feed,):
-            try:
-                f.close()
-            except OSError:
-                pass
+        try:
+            self.feed.close()
+        except OSError:
+            pass
         os.close(self.stfd)
         shutil.rmtree(self.io, ignore_errors=True)
+
+
+def open_writer(fifo, proc):
+    """Opens fifo for writing once proc has it open for reading (blocking fd)."""
+    end = time.time() + REF_LIMIT
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            return fd
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+        if proc.poll() is not None:
+            raise CaseError("the reference shell ended (status %d) before it read %s" % (proc.returncode, fifo))
+        if time.time() > end:
+            raise CaseError("the reference shell did not open %s in %d s" % (fifo, REF_LIMIT))
+        time.sleep(0.005)
 
 
 def readf(path):
