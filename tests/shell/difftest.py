@@ -226,18 +226,24 @@ def readf(path):
         return ""
 
 
+def hs_env(base, home):
+    """The environment of hs: private state, config and runtime directories."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C",
+               "XDG_STATE_HOME": base + "/state", "XDG_CONFIG_HOME": base + "/config",
+           "XDG_CACHE_HOME": base + "/cache", "XDG_RUNTIME_DIR": base + "/run"}
+    for k in ("DOCKER_HOST", "HS_RUNNER", "HS_PLUGIN_PATH", "top_builddir", "top_srcdir"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    return env
+
+
 class Serve:
     """One `hs serve` process; sessions are opened and closed through it."""
 
     def __init__(self, hs, base, home):
         self.home, self.sessions = home, 0
         os.makedirs(base + "/run", 0o700)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C",
-               "XDG_STATE_HOME": base + "/state", "XDG_CONFIG_HOME": base + "/config",
-               "XDG_CACHE_HOME": base + "/cache", "XDG_RUNTIME_DIR": base + "/run"}
-        for k in ("DOCKER_HOST", "HS_RUNNER", "HS_PLUGIN_PATH", "top_builddir", "top_srcdir"):
-            if k in os.environ:
-                env[k] = os.environ[k]
+        env = hs_env(base, home)
         self.p = subprocess.Popen([hs, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   env=env, text=True, bufsize=1, umask=0o022)
         self.id = 0
@@ -274,6 +280,51 @@ class Serve:
         except (OSError, subprocess.TimeoutExpired):
             self.p.kill()
             self.p.wait()
+
+
+class RunClient:
+    """`hs run -s NAME --json` per command, one hs process each, answering
+    the same requests as Serve: the session outlives each hs process."""
+
+    def __init__(self, hs, base, home):
+        self.hs, self.home, self.sessions, self.opened = hs, home, 0, {}
+        os.makedirs(base + "/run", 0o700)
+        self.env = hs_env(base, home)
+
+    def req(self, o, limit):
+        op, name = o["op"], o["session"]
+        if op == "open":
+            self.opened[name] = o
+            return {"ok": True}
+        spec = self.opened[name]
+        if op == "close":
+            argv = [self.hs, "session", "close", name]
+        else:
+            argv = [self.hs, "run", "-s", name, "-b", spec["backend"], "--json", "--approval", "approve"]
+            argv += ["--isolate"] if spec.get("isolate") else []
+            argv += ["--image", spec["image"]] if spec.get("image") else []
+            argv += ["-t", str(o["timeout"])] if "timeout" in o else []
+            argv += ["-C", o["cwd"]] if o.get("cwd") else []
+            for k, v in o.get("env", {}).items():
+                argv += ["-e", "%s=%s" % (k, v)]
+            argv += ["--", o["command"]]
+        # hs run's own directory is where a new local session starts (item 7).
+        try:
+            p = subprocess.run(argv, cwd=spec.get("workspace") or "/", env=self.env, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=limit, umask=0o022)
+        except subprocess.TimeoutExpired:
+            return {"ok": False, "error": "no reply in %d s" % limit}
+        if op == "close":
+            return {"ok": p.returncode == 0, "error": p.stderr}
+        try:
+            r = json.loads(p.stdout)
+            r["ok"] = True
+            return r
+        except ValueError:
+            return {"ok": False, "error": "exit %d, no JSON: %s" % (p.returncode, (p.stdout + p.stderr)[:300])}
+
+    def close(self):
+        pass
 
 
 def reply_text(r, key):
@@ -412,7 +463,7 @@ class Side:
         else:
             env = dict(x.split("=", 1) for x in dirs.get("env", []))
             cwd = dirs.get("exec-cwd", [None])[0]
-            res = self.sh.run(subst(cmd, self.port), float(t[0]) if t else None, env,
+            res = self.sh.run(subst(cmd, self.port), int(t[0]) if t else None, env,
                               cwd and cwd.replace("@W@", self.w))
         return normalize(res, self.w, self.home, self.port)
 
@@ -491,6 +542,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cases", nargs="+", help="case files")
     ap.add_argument("--hs", default=os.environ.get("HS"), help="the hs binary (default $HS)")
+    ap.add_argument("--client", default="serve", choices=("serve", "run"),
+                    help="drive hs through `hs serve` (default) or one `hs run -s NAME --json` per command "
+                         "(approve mode: what the analyser cannot read, a syntax error, is denied)")
     ap.add_argument("--backend", default="local", choices=("local", "docker"))
     ap.add_argument("--isolate", action="store_true", help="local backend in its namespaces")
     ap.add_argument("--image", help="image for the docker backend")
@@ -526,9 +580,10 @@ def main():
             if not args.hs:
                 print("difftest: no hs binary: pass --hs PATH or set HS")
                 return 2
+            args.hs = os.path.abspath(args.hs)
             home = os.path.join(base, "home-hs")
             os.makedirs(home)
-            serve = Serve(args.hs, base, home)
+            serve = (RunClient if args.client == "run" else Serve)(args.hs, base, home)
             probe = os.path.join(base, "probe")
             os.mkdir(probe)
             pa = argparse.Namespace(**vars(args))
