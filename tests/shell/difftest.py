@@ -229,7 +229,7 @@ def readf(path):
 def hs_env(base, home):
     """The environment of hs: private state, config and runtime directories."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C",
-               "XDG_STATE_HOME": base + "/state", "XDG_CONFIG_HOME": base + "/config",
+           "XDG_STATE_HOME": base + "/state", "XDG_CONFIG_HOME": base + "/config",
            "XDG_CACHE_HOME": base + "/cache", "XDG_RUNTIME_DIR": base + "/run"}
     for k in ("DOCKER_HOST", "HS_RUNNER", "HS_PLUGIN_PATH", "top_builddir", "top_srcdir"):
         if k in os.environ:
@@ -245,21 +245,38 @@ class Serve:
         os.makedirs(base + "/run", 0o700)
         env = hs_env(base, home)
         self.p = subprocess.Popen([hs, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  env=env, text=True, bufsize=1, umask=0o022)
-        self.id = 0
+                                  env=env, umask=0o022)
+        self.id, self.buf = 0, b""
+
+    def send(self, o):
+        self.p.stdin.write(json.dumps(o).encode() + b"\n")
+        self.p.stdin.flush()
+
+    def line(self, end):
+        """The next line of hs serve, None at EOF, "" past end (unbuffered:
+        select must see every byte not yet taken)."""
+        fd = self.p.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = end - time.time()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return ""
+            data = os.read(fd, 65536)
+            if not data:
+                return None
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode("utf-8", "replace")
 
     def req(self, o, limit):
         self.id += 1
         o["id"] = self.id
-        self.p.stdin.write(json.dumps(o) + "\n")
-        self.p.stdin.flush()
+        self.send(o)
         end = time.time() + limit
         while True:
-            left = end - time.time()
-            if left <= 0 or not select.select([self.p.stdout], [], [], left)[0]:
+            line = self.line(end)
+            if line == "":
                 return {"ok": False, "error": "no reply in %d s" % limit}
-            line = self.p.stdout.readline()
-            if not line:
+            if line is None:
                 return {"ok": False, "error": "hs serve ended"}
             r = json.loads(line)
             if r.get("event") == "approval":
@@ -267,9 +284,7 @@ class Serve:
                 # cannot read (a syntax error) still runs: every ask is
                 # approved once.  Its reply carries an id no request waits on.
                 self.id += 1
-                self.p.stdin.write(json.dumps({"id": self.id, "op": "approve", "request": r.get("request"),
-                                               "decision": "once"}) + "\n")
-                self.p.stdin.flush()
+                self.send({"id": self.id, "op": "approve", "request": r.get("request"), "decision": "once"})
             elif r.get("id") == o["id"] and "event" not in r:
                 return r
 
