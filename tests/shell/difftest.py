@@ -12,6 +12,7 @@ Case files (tests/shell/cases/*.txt):
 
     === sequence-name
     #backends local,isolate      (optional: only on these backends)
+    #clients serve               (optional: only through these clients)
     #needs busybox               (optional: skip unless on the host's PATH)
     --- an optional note
     command line(s)
@@ -26,6 +27,8 @@ Lines before the first `===`, and `#` lines of a sequence before its first
 lines of a `---` block, after leading directive lines:
   #timeout N          exec timeout given to hs (none by default)
   #env K=V, #exec-cwd P  exec's per-command env and cwd (hs only: with #no-ref)
+  #cancel-on-output   serve's cancel is sent on the command's first output
+                      (hs only, through serve: with #no-ref)
   #no-ref             hs only: the reference is not fed this command (one
                       that ends a shell: exit, set -e failure, syntax error,
                       kill $$, a timeout); give explicit expectations
@@ -34,6 +37,7 @@ lines of a `---` block, after leading directive lines:
   #expect-stdout-empty, #expect-stderr T, #expect-stderr-empty
   #expect-stderr-has T  stderr must contain T
   #expect-cwd P       the cwd after the command must be P (@W@ allowed)
+  #expect-reply F     the reply has flag F: cancelled, timed_out, shell_restarted
 Expectations apply to the hs side (and to the reference on compared
 commands).  In commands, @PORT@ is a free loopback port (one per side and
 sequence) and @TOKEN@ a number unique to this run.  Before comparing, each
@@ -64,9 +68,10 @@ else from a hidden exec that prints $PWD and puts $? back.
 """
 import argparse, difflib, errno, json, os, random, re, select, shutil, signal, socket, subprocess, sys, tempfile, time
 
-DIRECTIVES = ("timeout", "env", "exec-cwd", "no-ref", "expect-exit", "expect-stdout", "expect-stdout-empty", "expect-stderr",
-              "expect-stderr-empty", "expect-stderr-has", "expect-cwd")
-SEQ_DIRECTIVES = ("backends", "needs")
+DIRECTIVES = ("timeout", "env", "exec-cwd", "cancel-on-output", "no-ref", "expect-exit", "expect-stdout",
+              "expect-stdout-empty", "expect-stderr", "expect-stderr-empty", "expect-stderr-has", "expect-cwd",
+              "expect-reply")
+SEQ_DIRECTIVES = ("backends", "clients", "needs")
 REF_LIMIT = 60  # seconds a reference command may take before the case is called broken
 TOKEN = str(random.randint(100000, 999999))
 
@@ -270,7 +275,7 @@ class Serve:
     def req(self, o, limit):
         self.id += 1
         o["id"] = self.id
-        self.send(o)
+        self.send({k: v for k, v in o.items() if k != "cancel_on_output"})
         end = time.time() + limit
         while True:
             line = self.line(end)
@@ -279,7 +284,10 @@ class Serve:
             if line is None:
                 return {"ok": False, "error": "hs serve ended"}
             r = json.loads(line)
-            if r.get("event") == "approval":
+            if r.get("event") == "output" and o.pop("cancel_on_output", False):
+                self.id += 1
+                self.send({"id": self.id, "op": "cancel", "session": o["session"]})
+            elif r.get("event") == "approval":
                 # The session runs in ask mode so that what the analyser
                 # cannot read (a syntax error) still runs: every ask is
                 # approved once.  Its reply carries an id no request waits on.
@@ -370,8 +378,11 @@ class HsSession:
                         "command": "builtin printf '%%s\\n' \"$PWD\"\n%s" % restore_status(status)}, 120)
         return reply_text(h, "stdout")[:-1] if h.get("ok") else "(hidden pwd failed: %s)" % h.get("error")
 
-    def run(self, cmd, timeout, env=None, cwd=None):
+    def run(self, cmd, timeout, env=None, cwd=None, cancel=False):
         o = {"op": "exec", "session": self.name, "command": cmd}
+        if cancel:
+            o["stream"] = True
+            o["cancel_on_output"] = True
         if timeout is not None:
             o["timeout"] = timeout
         if env:
@@ -386,10 +397,14 @@ class HsSession:
         if cwd is None:
             cwd = self.pwd(code or 0)
         self.status = code
-        restarted = ""
+        notes = []
         if r.get("shell_restarted"):
-            restarted = "yes (%s)" % r.get("shell_restarted_reason")
-        return (reply_text(r, "stdout"), reply_text(r, "stderr"), code, cwd, restarted)
+            notes.append("shell_restarted (%s)" % r.get("shell_restarted_reason"))
+        if r.get("cancelled"):
+            notes.append("cancelled")
+        if r.get("timed_out"):
+            notes.append("timed_out")
+        return (reply_text(r, "stdout"), reply_text(r, "stderr"), code, cwd, ", ".join(notes))
 
     def close(self):
         self.s.req({"op": "close", "session": self.name}, 60)
@@ -422,16 +437,19 @@ def expectation_errors(res, dirs):
     for t in dirs.get("expect-stderr-has", []):
         if t not in stderr:
             errs.append("stderr %r lacks %r" % (stderr, t))
+    for t in dirs.get("expect-reply", []):
+        if not any(n.startswith(t) for n in res[4].split(", ")):
+            errs.append("the reply says %r, expected %r" % (res[4], t))
     if "expect-cwd" in dirs and cwd != dirs["expect-cwd"][0]:
         errs.append("cwd %r, expected %r" % (cwd, dirs["expect-cwd"][0]))
     return errs
 
 
 def show(res):
-    stdout, stderr, code, cwd, restarted = res
+    stdout, stderr, code, cwd, notes = res
     lines = ["exit: %s" % code, "cwd: %s" % cwd]
-    if restarted:
-        lines.append("shell_restarted: " + restarted)
+    if notes:
+        lines.append("reply: " + notes)
     lines.append("stdout:")
     lines += ["  " + x for x in stdout.split("\n")]
     lines += ["stderr:"] + ["  " + x for x in stderr.split("\n")]
@@ -479,7 +497,7 @@ class Side:
             env = dict(x.split("=", 1) for x in dirs.get("env", []))
             cwd = dirs.get("exec-cwd", [None])[0]
             res = self.sh.run(subst(cmd, self.port), int(t[0]) if t else None, env,
-                              cwd and cwd.replace("@W@", self.w))
+                              cwd and cwd.replace("@W@", self.w), "cancel-on-output" in dirs)
         return normalize(res, self.w, self.home, self.port)
 
     def close(self):
@@ -580,6 +598,8 @@ def main():
             if args.only and args.only not in name:
                 continue
             if sd.get("backends") and label not in sd["backends"].split(","):
+                continue
+            if sd.get("clients") and args.client not in sd["clients"].split(","):
                 continue
             missing = [n for n in sd.get("needs", "").split() if not shutil.which(n, path=args.ref_path)]
             if missing:
