@@ -636,6 +636,8 @@ def main():
         if serve:
             serve.close()
         shutil.rmtree(base, ignore_errors=True)
+    if args.client == "run":
+        label += " (hs run -s)"
     print("%s: %d sequence(s), %d failing command(s)" % (label if not args.self_check else "self-check",
                                                        len(seqs), fails))
     if broken:
