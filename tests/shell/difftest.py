@@ -72,12 +72,19 @@ DIRECTIVES = ("timeout", "env", "exec-cwd", "cancel-on-output", "no-ref", "expec
               "expect-stdout-empty", "expect-stderr", "expect-stderr-empty", "expect-stderr-has", "expect-cwd",
               "expect-reply")
 SEQ_DIRECTIVES = ("backends", "clients", "needs")
+# The PATH of hs (so of a local session) and, by default, of the reference.
+STD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 REF_LIMIT = 60  # seconds a reference command may take before the case is called broken
 TOKEN = str(random.randint(100000, 999999))
 
 
 class CaseError(Exception):
     pass
+
+
+class Denied(Exception):
+    """hs run's approve mode refused a command it cannot read: the sequence
+    cannot be run through that client (serve's ask mode runs it)."""
 
 
 class BrokenCase(Exception):
@@ -233,7 +240,7 @@ def readf(path):
 
 def hs_env(base, home):
     """The environment of hs: private state, config and runtime directories."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C",
+    env = {"PATH": STD_PATH, "HOME": home, "LANG": "C",
            "XDG_STATE_HOME": base + "/state", "XDG_CONFIG_HOME": base + "/config",
            "XDG_CACHE_HOME": base + "/cache", "XDG_RUNTIME_DIR": base + "/run"}
     for k in ("DOCKER_HOST", "HS_RUNNER", "HS_PLUGIN_PATH", "top_builddir", "top_srcdir"):
@@ -250,7 +257,7 @@ class Serve:
         os.makedirs(base + "/run", 0o700)
         env = hs_env(base, home)
         self.p = subprocess.Popen([hs, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  env=env, umask=0o022)
+                                  env=env, umask=0o022, cwd=base)
         self.id, self.buf = 0, b""
 
     def send(self, o):
@@ -344,6 +351,8 @@ class RunClient:
             r["ok"] = True
             return r
         except ValueError:
+            if p.returncode == 77 and "denied" in p.stderr:
+                raise Denied(p.stderr.strip())
             return {"ok": False, "error": "exit %d, no JSON: %s" % (p.returncode, (p.stdout + p.stderr)[:300])}
 
     def close(self):
@@ -537,6 +546,9 @@ def run_sequence(name, cmds, args, base, serve):
                                     "the rest of the sequence is not run" % (i + 1, cwd, want))
                 res.append(side.run(c, d))
                 cwd = res[-1][3]
+        except Denied as e:
+            print("skip: %s (%s)" % (name, e))
+            return 0
         except CaseError as e:
             print("FAIL: %s [%s]: %s" % (name, label, e))
             if kind == "ref":
@@ -584,7 +596,7 @@ def main():
     ap.add_argument("--start-cd", metavar="DIR",
                     help="the hs side starts each sequence by a hidden `mkdir -p DIR && cd DIR` "
                          "(for backends without the host's directories)")
-    ap.add_argument("--ref-path", default="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ap.add_argument("--ref-path", default=STD_PATH,
                     help="PATH of the reference shell")
     ap.add_argument("--self-check", action="store_true",
                     help="run the reference against a second reference (every #no-ref command left out)")
