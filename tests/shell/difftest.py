@@ -61,10 +61,14 @@ echoes the bookkeeping; $_ and BASH_SOURCE differ from a stdin-fed bash;
 functions or aliases named exec, case or `:` would catch the bookkeeping;
 output a background job writes after its command returned is racy.
 
-hs side: one `hs serve`, one session per sequence (workspace and cwd its
-own fresh directory; with --start-cd, a hidden `mkdir -p DIR && cd DIR`
-first, on both sides).  The cwd comes from the reply's "cwd" if present,
-else from a hidden exec that prints $PWD and puts $? back.
+hs side: one `hs serve` (or `hs run -s NAME --json` per command with
+--client run), one session per sequence, its workspace and cwd a fresh
+directory; with --start-cd DIR, a hidden `mkdir -p DIR/sN && cd DIR/sN`
+opens sequence N instead (and a hidden `cd` to its own directory opens the
+reference).  The cwd after a command comes from the reply's "cwd" if
+present, else from a hidden exec that prints $PWD and puts $? back.  A
+command runs on hs only where the reference ran it (same cwd before it), so
+that a session that lost its cwd never writes into the host's directories.
 """
 import argparse, difflib, errno, json, os, random, re, select, shutil, signal, socket, subprocess, sys, tempfile, time
 
@@ -484,7 +488,7 @@ class Side:
             self.home = serve.home
         if args.start_cd:
             if kind != "ref":
-                self.w = args.start_cd
+                self.w = os.path.join(args.start_cd, "s%d" % serve.sessions)
             self.raw("mkdir -p %s && cd %s" % (sq(self.w), sq(self.w)), None)
 
     def start_cwd(self):
@@ -594,7 +598,7 @@ def main():
     ap.add_argument("--isolate", action="store_true", help="local backend in its namespaces")
     ap.add_argument("--image", help="image for the docker backend")
     ap.add_argument("--start-cd", metavar="DIR",
-                    help="the hs side starts each sequence by a hidden `mkdir -p DIR && cd DIR` "
+                    help="the hs side starts each sequence by a hidden `mkdir -p DIR/sN && cd DIR/sN` "
                          "(for backends without the host's directories)")
     ap.add_argument("--ref-path", default=STD_PATH,
                     help="PATH of the reference shell")
