@@ -78,7 +78,9 @@ struct hsr_shell {
 	int xtrace;
 	char *under;           /* $_ */
 	char *pwd;
-	int agent_exit_trap;   /* the EXIT trap is the agent's own, not ours */
+	int agent_exit_trap;   /* the session set an EXIT trap of its own (agent_trap) */
+	char *agent_trap;      /* its `trap -- '...' EXIT` line; the trap itself is in sh.xt,
+	                          which ours runs after saving the state */
 	int trap_query;        /* the running command may have changed the EXIT trap */
 	/* Starting a shell. */
 	char *prog;
@@ -313,7 +315,7 @@ static const char ret_file[] = "\\builtin return \"$1\"\n";
  * variables it uses are set after `declare -p` ran. */
 static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
 {
-	put_s(b, "{ \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
+	put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
 		 "\\builtin trap -p; \\builtin umask -p; \\builtin shopt -p; "
 		 "\\builtin printf '\\\\builtin cd -- %q\\n' \"$PWD\"; "
 		 "for __hs_o in c d e f i l m n q r s t u v x; do "
@@ -325,6 +327,16 @@ static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
 		 "\\builtin printf '\\n'; \\builtin set +o; \\builtin printf '#end\\n'; } >|");
 	put_path(d, b, "sh.saved");
 	put_s(b, " 2>/dev/null\n");
+	/* Then the session's own EXIT trap, if it set one, with $? as at exit. */
+	put_s(b, "if [ -r ");
+	put_path(d, b, "sh.xt");
+	put_s(b, " ]; then { \\builtin read -r __hs_st <");
+	put_path(d, b, "sh.saved");
+	put_s(b, "; \\builtin . ");
+	put_path(d, b, "sh.ret");
+	put_s(b, " \"${__hs_st#\\#}\"; } 2>/dev/null; \\builtin . ");
+	put_path(d, b, "sh.xt");
+	put_s(b, "; fi\n");
 }
 
 static int write_file(struct hsr_daemon *d, const char *name, const void *p, size_t n)
@@ -489,7 +501,13 @@ static int shell_start(struct hsr_daemon *d, struct hsr_shell *sh)
 	sh->pid = pid;
 	sh->initing = 1;
 	sh->xtrace = 0;
-	sh->agent_exit_trap = 0;
+	if (!restore) {
+		/* A fresh shell has no trap of the session's. */
+		sh->agent_exit_trap = 0;
+		free(sh->agent_trap);
+		sh->agent_trap = NULL;
+		unlinkat(d->rd->dirfd, "sh.xt", 0);
+	}
 	if (open_record(d, sh) < 0)
 		return -1;
 	sh->feed.len = 0;
@@ -611,8 +629,8 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 
 	if (open_record(d, sh) < 0)
 		return -1;
-	if (sh->agent_exit_trap == 0 && sh->trap_query)
-		put_trap(d, b); /* the last command may have removed ours */
+	if (sh->trap_query)
+		put_trap(d, b); /* the last command showed the session's own */
 	sh->trap_query = strstr(text, "trap") != NULL;
 	put_s(b, "{ ");
 	if (stdin_pipe) {
@@ -626,9 +644,12 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 		put_sq(b, cwd);
 		put_s(b, "; ");
 	}
-	/* `trap -p` in the command shows the agent's traps only. */
-	if (sh->trap_query && !sh->agent_exit_trap) {
-		put_s(b, "{ \\builtin trap - EXIT; } 2>");
+	/* `trap -p` in the command shows the session's traps only: its own
+	 * EXIT trap in place of ours. */
+	if (sh->trap_query) {
+		put_s(b, "{ \\builtin ");
+		put_s(b, sh->agent_exit_trap && sh->agent_trap ? sh->agent_trap : "trap - EXIT");
+		put_s(b, "; } 2>");
 		put_sq(b, sh->null_path);
 		put_s(b, "; ");
 	}
@@ -912,7 +933,40 @@ void hsr_shell_exec(struct hsr_daemon *d, struct hsr_conn *c, struct hsr_exec_re
 
 /* ---- events ---- */
 
-static void parse_record(struct hsr_shell *sh)
+/* The EXIT trap a command left (`trap -- 'T' EXIT`, or ""): kept, and T
+ * unquoted into sh.xt for ours to run at exit. */
+static void note_agent_trap(struct hsr_daemon *d, struct hsr_shell *sh, const char *line)
+{
+	static const char pre[] = "trap -- '", post[] = "' EXIT";
+	size_t n = strlen(line), pl = sizeof(pre) - 1, sl = sizeof(post) - 1;
+	struct hsr_buf t;
+
+	free(sh->agent_trap);
+	sh->agent_trap = NULL;
+	sh->agent_exit_trap = 0;
+	unlinkat(d->rd->dirfd, "sh.xt", 0);
+	while (n && line[n - 1] == '\n')
+		n--;
+	if (n < pl + sl || memcmp(line, pre, pl) || memcmp(line + n - sl, post, sl))
+		return; /* none, or not in the form bash prints */
+	hsr_buf_init(&t);
+	for (size_t i = pl; i < n - sl; i++) {
+		if (line[i] == '\'' && i + 3 < n - sl + 1 && memcmp(line + i, "'\\''", 4) == 0) {
+			hsr_buf_put(&t, "'", 1);
+			i += 3;
+		} else {
+			hsr_buf_put(&t, line + i, 1);
+		}
+	}
+	hsr_buf_put(&t, "\n", 1);
+	sh->agent_trap = strndup(line, n);
+	if (!t.failed && sh->agent_trap &&
+	    write_file(d, "sh.xt", t.data, t.len) == 0)
+		sh->agent_exit_trap = 1;
+	hsr_buf_free(&t);
+}
+
+static void parse_record(struct hsr_daemon *d, struct hsr_shell *sh)
 {
 	const char *p = (const char *)sh->rec.data, *end = p + sh->rec.len;
 	const char *f[5] = { NULL, NULL, NULL, NULL, NULL };
@@ -933,9 +987,8 @@ static void parse_record(struct hsr_shell *sh)
 	sh->xtrace = strchr(f[2], 'x') != NULL;
 	free(sh->pwd);
 	sh->pwd = xstrdup(f[3]);
-	/* A trap of the agent's own: ours stays off until it is removed. */
 	if (sh->trap_query && f[4])
-		sh->agent_exit_trap = f[4][0] != '\0';
+		note_agent_trap(d, sh, f[4]);
 }
 
 /* Takes what bash wrote on its own streams: the running command's. */
@@ -968,7 +1021,7 @@ static void record_done(struct hsr_daemon *d, struct hsr_shell *sh)
 		/* $? stays the last command's (a shell that died leaves its status). */
 		int keep = sh->status;
 
-		parse_record(sh);
+		parse_record(d, sh);
 		sh->status = keep;
 		sh->initing = 0;
 		/* Taken: the next shell must not find it again. */
@@ -978,7 +1031,7 @@ static void record_done(struct hsr_daemon *d, struct hsr_shell *sh)
 		start_next(d);
 		return;
 	}
-	parse_record(sh);
+	parse_record(d, sh);
 	if (sh->cur && !sh->killing) {
 		struct hsr_cmd *cmd = sh->cur;
 
@@ -1037,9 +1090,6 @@ static void shell_died(struct hsr_daemon *d, int status)
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			snprintf(sh->lost, sizeof(sh->lost), "the shell was killed (SIGKILL); its state since "
 				 "the session started was lost");
-		else if (sh->agent_exit_trap)
-			snprintf(sh->lost, sizeof(sh->lost), "the shell exited with an EXIT trap of the "
-				 "command's own, so its state was not saved");
 		else
 			snprintf(sh->lost, sizeof(sh->lost), "the shell was replaced or ended without "
 				 "saving its state (exit status %d); a new shell started", code);
@@ -1340,6 +1390,7 @@ void hsr_shell_free(struct hsr_daemon *d)
 	free(sh->start_dir);
 	free(sh->under);
 	free(sh->pwd);
+	free(sh->agent_trap);
 	free(sh);
 	d->shell = NULL;
 }

@@ -42,7 +42,8 @@ Expectations apply to the hs side (and to the reference on compared
 commands).  In commands, @PORT@ is a free loopback port (one per side and
 sequence) and @TOKEN@ a number unique to this run.  Before comparing, each
 side's start directory, HOME and port read @W@, @HOME@ and @PORT@, and
-`bash: line N: ` reads `bash: ` (line numbers count the bookkeeping lines).
+`bash: line N: ` and `main: line N: ` read `bash: ` (line numbers count the
+bookkeeping lines; a bash fed through stdin names errors in functions `main`).
 
 The reference: bash reads its commands from a FIFO named `bash`, given as
 its script, so that $0 is `bash` and messages read `bash: line N: ...` as
@@ -430,7 +431,10 @@ def normalize(res, w, home, port):
             for a, b in ((w, "@W@"), (home, "@HOME@")):
                 v = v.replace(a, b)
             v = v.replace(str(port), "@PORT@")
-            v = re.sub(r"(?m)^bash: line \d+: ", "bash: ", v)
+            # A bash fed through stdin names errors in functions "main: line
+            # N:" and others "bash:"; the script-fed reference says "bash: line
+            # N:" for both.  Line numbers count bookkeeping lines on each side.
+            v = re.sub(r"(?m)^(bash|main): line \d+: ", "bash: ", v)
         out.append(v)
     return tuple(out)
 

@@ -5,9 +5,6 @@
 # stderr, exit code and cwd; one test per backend, and one through hs run -s.
 SHELL_DIFF_TESTS = tests/shell/diff-local.test tests/shell/diff-run.test tests/shell/diff-isolate.test tests/shell/diff-docker.test
 TESTS += tests/shell/diff-self.test $(SHELL_DIFF_TESTS)
-# Expected to fail until the persistent session shell lands (issue 21): the
-# lead removes each from XFAIL_TESTS as its backend passes.
-XFAIL_TESTS += $(SHELL_DIFF_TESTS)
 EXTRA_DIST += tests/shell/difftest.py tests/shell/diff-self.test $(SHELL_DIFF_TESTS) \
 	tests/shell/cases/state.txt tests/shell/cases/hygiene.txt tests/shell/cases/jobs.txt \
 	tests/shell/cases/survive.txt
