@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* runner-bench: the cost of running `true` through hs-runner (exec and
  * exit over one stream, through `hs-runner --attach`) against a bare
- * fork/exec/wait of /bin/true, measured in one run.
+ * fork/exec/wait of /bin/true, and of a `true` in the runner's session
+ * shell against one persistent bash fed through a pipe, measured in one
+ * run.
  *
  *   make bench-runner            (or: bench/runner-bench runner/hs-runner [N])
  */
@@ -97,6 +99,63 @@ int main(int argc, char **argv)
 	}
 	runner_us = (now_us() - t0) / n;
 
+	/* The session shell: `true` in the one persistent bash of the daemon. */
+	double shell_us = -1, pipe_us = -1;
+	if (access("/bin/bash", X_OK) == 0) {
+		static const char *const sargv[] = { "/bin/bash", "true", "/", "", NULL };
+		int ok = 1;
+
+		t0 = 0;
+		for (int i = -20; i < n && ok; i++) {
+			struct hsr_exec_spec s = { .id = (uint64_t)(n + 100 + i), .argv = sargv,
+						   .envp = tenv, .grace_ms = -1, .session = 1,
+						   .initial_credit = HSR_CREDIT_UNLIMITED };
+			struct hsr_event ev;
+
+			if (i == 0)
+				t0 = now_us(); /* the first 20 start the shell and warm up */
+			if (hsr_client_exec(c, &s) < 0)
+				ok = 0;
+			do {
+				if (ok && hsr_client_next(c, &ev, 10000, err, sizeof(err)) != 1)
+					ok = 0;
+			} while (ok && ev.type != HSR_EV_EXIT);
+			if (ok)
+				hsr_client_ack(c, s.id, 0, 0);
+		}
+		if (ok)
+			shell_us = (now_us() - t0) / n;
+		/* One persistent bash through a pipe: `true`, then a marker line read back. */
+		int in[2], out[2];
+		if (pipe(in) == 0 && pipe(out) == 0) {
+			pid_t b = fork();
+
+			if (b == 0) {
+				dup2(in[0], 0);
+				dup2(out[1], 1);
+				close(in[1]);
+				close(out[0]);
+				execl("/bin/bash", "bash", "--norc", "--noprofile", (char *)NULL);
+				_exit(127);
+			}
+			close(in[0]);
+			close(out[1]);
+			for (int i = -20; i < n; i++) {
+				char line[8];
+
+				if (i == 0)
+					t0 = now_us();
+				if (write(in[1], "true; echo m\n", 13) != 13 || read(out[0], line, 2) != 2)
+					break;
+				if (i == n - 1)
+					pipe_us = (now_us() - t0) / n;
+			}
+			close(in[1]);
+			close(out[0]);
+			waitpid(b, NULL, 0);
+		}
+	}
+
 	t0 = now_us();
 	for (int i = 0; i < n; i++) {
 		int status;
@@ -114,6 +173,12 @@ int main(int argc, char **argv)
 	printf("  through hs-runner (one stream): %8.1f us/op\n", runner_us);
 	printf("  bare fork/exec/wait:            %8.1f us/op\n", bare_us);
 	printf("  ratio runner/bare:              %8.2f\n", runner_us / bare_us);
+	if (shell_us > 0 && pipe_us > 0) {
+		printf("  true in the session shell:      %8.1f us/op\n", shell_us);
+		printf("  true in one bash via a pipe:    %8.1f us/op\n", pipe_us);
+		printf("  ratio session shell/bash pipe:  %8.2f  (the runner's share of a session "
+		       "command; hs serve adds approval, guard and audit)\n", shell_us / pipe_us);
+	}
 	{
 		/* One row for make bench's plot (bench/plot.py). */
 		const char *tsv = getenv("HS_BENCH_TSV");
@@ -122,6 +187,9 @@ int main(int argc, char **argv)
 		if (f) {
 			fprintf(f, "hs-runner round trip\t%.3f\tfork/exec/wait\t%.3f\n", runner_us / 1000,
 				bare_us / 1000);
+			if (shell_us > 0 && pipe_us > 0)
+				fprintf(f, "session shell (runner)\t%.3f\tbash through a pipe\t%.3f\n",
+					shell_us / 1000, pipe_us / 1000);
 			fclose(f);
 		}
 	}

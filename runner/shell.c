@@ -267,6 +267,49 @@ static int signal_cmd_procs(struct hsr_daemon *d, int sig, int all)
 	return hits;
 }
 
+/* Returns 1 when pid's children file (/proc/PID/task/PID/children) lists
+ * a process other than skip and the shims, 0 when it lists none, -1 when it
+ * cannot be read. */
+static int has_children(struct hsr_daemon *d, pid_t pid, pid_t skip)
+{
+	char path[80], buf[4096], *p, *end;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	if ((size_t)n == sizeof(buf) - 1)
+		return 1;
+	buf[n] = '\0';
+	for (p = buf;; p = end) {
+		long c = strtol(p, &end, 10);
+
+		if (end == p)
+			return 0;
+		if (c > 0 && c != skip && !is_shim(d, (pid_t)c))
+			return 1;
+	}
+}
+
+/* How many processes the command left running: 0 at once when neither
+ * the shell nor the daemon has a child of its own (the common case);
+ * else the walk of /proc. */
+static int count_left(struct hsr_daemon *d)
+{
+	struct hsr_shell *sh = d->shell;
+
+	if (sh->pid > 0 && has_children(d, sh->pid, 0) == 0 &&
+	    has_children(d, getpid(), sh->pid) == 0)
+		return 0;
+	return signal_cmd_procs(d, 0, 0);
+}
+
 /* ---- job logs ---- */
 
 void hsr_shell_keep_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
@@ -808,7 +851,7 @@ static void finish(struct hsr_daemon *d, struct hsr_cmd *cmd)
 		sh->lost[0] = '\0';
 	}
 	if (!cmd->st.timed_out && !cmd->st.cancelled)
-		cmd->jobs_left = (uint32_t)signal_cmd_procs(d, 0, 0);
+		cmd->jobs_left = (uint32_t)count_left(d);
 	close_fd(&cmd->hold_fd);
 	close_fd(&cmd->sync_fd);
 	close_fd(&cmd->stdin_fd);
