@@ -72,7 +72,6 @@ struct hsr_shell {
 	int initing;           /* the start-up record is awaited */
 	int initing_failed_once; /* a shell died before its start-up record */
 	struct hsr_cmd *cur;   /* the foreground command */
-	unsigned seq;          /* names FIFOs */
 	/* What the last record said. */
 	int status;
 	int xtrace;
@@ -98,6 +97,7 @@ struct hsr_shell {
 	int died_status;
 	char lost[200];        /* why state was lost, for the next EXIT */
 	struct joblog *logs;
+	struct hsr_buf last_a, last_b; /* sh.a and sh.b as last written */
 };
 
 static char *xstrdup(const char *s)
@@ -396,18 +396,38 @@ static int write_file(struct hsr_daemon *d, const char *name, const void *p, siz
 	return rc;
 }
 
+/* Writes name unless it already holds what *now does (the file as last
+ * written is kept in *last), so a run of alike commands writes nothing. */
+static int write_cached(struct hsr_daemon *d, const char *name, struct hsr_buf *last,
+			const struct hsr_buf *now)
+{
+	if (last->len == now->len && !last->failed && (now->len == 0 || memcmp(last->data, now->data, now->len) == 0))
+		return 0;
+	last->len = 0;
+	last->failed = 0;
+	if (write_file(d, name, now->data, now->len) < 0)
+		return -1;
+	hsr_buf_put(last, now->data, now->len);
+	return 0;
+}
+
 /* The record FIFO of the next step; returns 0 or -1. */
 static int open_record(struct hsr_daemon *d, struct hsr_shell *sh)
 {
+	struct stat st;
+
+	/* One FIFO, opened afresh for each record (only the shell writes it,
+	 * and each record is read to its end). */
 	close_fd(&sh->rec_fd);
-	if (sh->rec_name[0])
-		unlinkat(d->rd->dirfd, sh->rec_name, 0);
-	snprintf(sh->rec_name, sizeof(sh->rec_name), "sh.%u.rec", ++sh->seq);
-	unlinkat(d->rd->dirfd, sh->rec_name, 0);
-	if (mkfifoat(d->rd->dirfd, sh->rec_name, 0600) < 0)
+	snprintf(sh->rec_name, sizeof(sh->rec_name), "sh.rec");
+	if (mkfifoat(d->rd->dirfd, sh->rec_name, 0600) < 0 && errno != EEXIST)
 		return -1;
-	sh->rec_fd = openat(d->rd->dirfd, sh->rec_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	sh->rec_fd = openat(d->rd->dirfd, sh->rec_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	sh->rec.len = 0;
+	if (sh->rec_fd >= 0 && (fstat(sh->rec_fd, &st) < 0 || !S_ISFIFO(st.st_mode))) {
+		close_fd(&sh->rec_fd);
+		errno = EINVAL;
+	}
 	return sh->rec_fd < 0 ? -1 : 0;
 }
 
@@ -581,6 +601,8 @@ static int shell_init(struct hsr_daemon *d, const struct hsr_exec_req *req)
 	sh->base_fd[0] = sh->base_fd[1] = sh->base_fd[2] = -1;
 	hsr_buf_init(&sh->feed);
 	hsr_buf_init(&sh->rec);
+	hsr_buf_init(&sh->last_a);
+	hsr_buf_init(&sh->last_b);
 	sh->prog = xstrdup(req->argv[0]);
 	sh->start_dir = xstrdup(req->argv[2]);
 	sh->under = xstrdup("");
@@ -654,89 +676,123 @@ static const char *put_var_name(struct hsr_buf *b, const char *kv)
 /*
  * Feeds the command as one group, so its streams are its own for exactly
  * its duration and the shell's program input (fd 0 outside the group) is
- * never a command's:
+ * never a command's.  Bash reads that input a byte at a time, so the
+ * bookkeeping lives in two files it sources, written for each command:
  *
- *     { [cd DIR;] [variables;] { [set -x;] . RET STATUS LAST; } 2>NULL && ...
+ *     { . sh.a LAST && { : LAST; } 2>NULL
  *     COMMAND
  *     } <IN >OUT 2>ERR
- *     { printf RECORD >|REC; set +x; } 2>NULL [; variables back] [; cd back]
+ *     { . sh.b "$_"; } 2>NULL
+ *
+ * sh.a: the stdin sync, cd and variables for this command only, then
+ * `set -x` when it was on and `return STATUS` ($? and, through the dot's
+ * last argument, $_).  sh.b: the record, `set +x`, the variables and the
+ * directory put back.
  */
 static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *cmd)
 {
 	struct hsr_exec_req *q = cmd->req;
-	struct hsr_buf *b = &sh->feed;
+	struct hsr_buf *b = &sh->feed, fa, fb;
 	const char *text = q->argv[1], *cwd = q->argv[3];
-	char name[48], st[16];
-	int stdin_pipe = (q->flags & HSR_EXEC_STDIN_PIPE) != 0;
-	unsigned long long id = (unsigned long long)cmd->id;
+	char st[16];
+	int stdin_pipe = (q->flags & HSR_EXEC_STDIN_PIPE) != 0, rc;
 
 	if (open_record(d, sh) < 0)
 		return -1;
+	hsr_buf_init(&fa);
+	hsr_buf_init(&fb);
 	if (sh->trap_query)
 		put_trap(d, b); /* the last command showed the session's own */
 	sh->trap_query = strstr(text, "trap") != NULL;
-	put_s(b, "{ ");
+
 	if (stdin_pipe) {
-		snprintf(name, sizeof(name), "sh.%llu.s", id);
-		put_s(b, ">|");
-		put_path(d, b, name);
-		put_s(b, "; ");
+		put_s(&fa, ">|");
+		put_path(d, &fa, "sh.s");
+		put_s(&fa, "\n");
 	}
 	if (cwd && *cwd) {
-		put_s(b, "\\builtin cd -- ");
-		put_sq(b, cwd);
-		put_s(b, "; ");
+		put_s(&fa, "\\builtin cd -- ");
+		put_sq(&fa, cwd);
+		put_s(&fa, "\n");
 	}
 	/* `trap -p` in the command shows the session's traps only: its own
 	 * EXIT trap in place of ours. */
 	if (sh->trap_query) {
-		put_s(b, "{ \\builtin ");
-		put_s(b, sh->agent_exit_trap && sh->agent_trap ? sh->agent_trap : "trap - EXIT");
-		put_s(b, "; } 2>");
-		put_sq(b, sh->null_path);
-		put_s(b, "; ");
+		put_s(&fa, "{ \\builtin ");
+		put_s(&fa, sh->agent_exit_trap && sh->agent_trap ? sh->agent_trap : "trap - EXIT");
+		put_s(&fa, "; } 2>/dev/null\n");
 	}
-	/* Per-command variables: the old definition is kept in a file and put back after. */
-	if (q->argv[4]) {
-		snprintf(name, sizeof(name), "sh.%llu.env", id);
-		put_s(b, "{ ");
-		for (int i = 4; q->argv[i]; i++) {
-			size_t mark = b->len;
-			const char *val;
+	/* Per-command variables: the old definition kept in a file, put back after. */
+	for (int i = 4; q->argv[i]; i++) {
+		size_t mark = fa.len;
+		const char *val;
 
-			put_s(b, "\\builtin declare -p ");
-			if (!(val = put_var_name(b, q->argv[i]))) {
-				b->len = mark;
-				continue;
-			}
-			put_s(b, " >>");
-			put_path(d, b, name);
-			put_s(b, " || \\builtin printf '\\\\builtin unset %s\\n' ");
-			put_var_name(b, q->argv[i]);
-			put_s(b, " >>");
-			put_path(d, b, name);
-			put_s(b, "; \\builtin export ");
-			put_var_name(b, q->argv[i]);
-			put_s(b, "=");
-			put_sq(b, val);
-			put_s(b, "; ");
+		put_s(&fa, "{ \\builtin declare -p ");
+		if (!(val = put_var_name(&fa, q->argv[i]))) {
+			fa.len = mark;
+			continue;
 		}
-		put_s(b, "} 2>");
-		put_sq(b, sh->null_path);
-		put_s(b, "; ");
+		put_s(&fa, i == 4 ? " >|" : " >>");
+		put_path(d, &fa, "sh.env");
+		put_s(&fa, " || \\builtin printf '\\\\builtin unset %s\\n' ");
+		put_var_name(&fa, q->argv[i]);
+		put_s(&fa, " >>");
+		put_path(d, &fa, "sh.env");
+		put_s(&fa, "; \\builtin export ");
+		put_var_name(&fa, q->argv[i]);
+		put_s(&fa, "=");
+		put_sq(&fa, val);
+		put_s(&fa, "; } 2>/dev/null\n");
+		put_s(&fb, "\\builtin unset ");
+		put_var_name(&fb, q->argv[i]);
+		put_s(&fb, "\n");
+	}
+	if (q->argv[4]) {
+		put_s(&fb, "\\builtin . ");
+		put_path(d, &fb, "sh.env");
+		put_s(&fb, "\n");
 	}
 	snprintf(st, sizeof(st), "%d", sh->status & 255);
-	put_s(b, "{ ");
+	put_s(&fa, "{ ");
 	if (sh->xtrace)
-		put_s(b, "\\builtin set -x; ");
-	put_s(b, "\\builtin . ");
-	put_path(d, b, "sh.ret");
+		put_s(&fa, "\\builtin set -x; ");
+	put_s(&fa, "\\builtin return \"$1\"; } 2>/dev/null\n");
+
+	/* sh.b: the record first ($? is the command's), then the rest. */
+	{
+		struct hsr_buf rb;
+
+		hsr_buf_init(&rb);
+		put_s(&rb, "\\builtin printf '%s\\0' \"$?\" \"$1\" \"$-\" \"${PWD-}\"");
+		/* After a command that may have set one: the EXIT trap, so the
+		 * session's own is known (a command substitution sees the shell's). */
+		if (sh->trap_query)
+			put_s(&rb, " \"$(\\builtin trap -p EXIT)\"");
+		put_s(&rb, " >|");
+		put_path(d, &rb, sh->rec_name);
+		put_s(&rb, "\n\\builtin set +x\n");
+		hsr_buf_put(&rb, fb.data, fb.len);
+		if (cwd && *cwd && sh->pwd[0]) {
+			put_s(&rb, "\\builtin cd -- ");
+			put_sq(&rb, sh->pwd);
+			put_s(&rb, "\n");
+		}
+		hsr_buf_free(&fb);
+		fb = rb;
+	}
+	rc = fa.failed || fb.failed || write_cached(d, "sh.a", &sh->last_a, &fa) < 0 ||
+	     write_cached(d, "sh.b", &sh->last_b, &fb) < 0 ? -1 : 0;
+	hsr_buf_free(&fa);
+	hsr_buf_free(&fb);
+	if (rc < 0)
+		return -1;
+
+	put_s(b, "{ \\builtin . ");
+	put_path(d, b, "sh.a");
 	put_s(b, " ");
 	put_s(b, st);
 	put_s(b, " ");
 	put_sq(b, sh->under);
-	put_s(b, "; } 2>");
-	put_sq(b, sh->null_path);
 	put_s(b, " && { \\builtin : ");
 	put_sq(b, sh->under);
 	put_s(b, "; } 2>");
@@ -744,44 +800,18 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	put_s(b, "\n");
 	put_s(b, text);
 	put_s(b, "\n} <");
-	if (stdin_pipe) {
-		snprintf(name, sizeof(name), "sh.%llu.0", id);
-		put_path(d, b, name);
-	} else {
+	if (stdin_pipe)
+		put_path(d, b, "sh.0");
+	else
 		put_sq(b, sh->null_path);
-	}
-	snprintf(name, sizeof(name), "sh.%llu.1", id);
 	put_s(b, " >");
-	put_path(d, b, name);
-	snprintf(name, sizeof(name), "sh.%llu.2", id);
+	put_path(d, b, "sh.1");
 	put_s(b, " 2>");
-	put_path(d, b, name);
-	put_s(b, "\n");
-	put_record(d, sh, b, "\"$?\"");
-	if (q->argv[4]) {
-		snprintf(name, sizeof(name), "sh.%llu.env", id);
-		put_s(b, "; { ");
-		for (int i = 4; q->argv[i]; i++) {
-			size_t mark = b->len;
-
-			put_s(b, "\\builtin unset ");
-			if (!put_var_name(b, q->argv[i])) {
-				b->len = mark;
-				continue;
-			}
-			put_s(b, "; ");
-		}
-		put_s(b, "\\builtin . ");
-		put_path(d, b, name);
-		put_s(b, "; } 2>");
-		put_sq(b, sh->null_path);
-	}
-	if (cwd && *cwd && sh->pwd[0]) {
-		put_s(b, "; { \\builtin cd -- ");
-		put_sq(b, sh->pwd);
-		put_s(b, "; } 2>");
-		put_sq(b, sh->null_path);
-	}
+	put_path(d, b, "sh.2");
+	put_s(b, "\n{ \\builtin . ");
+	put_path(d, b, "sh.b");
+	put_s(b, " \"$_\"; } 2>");
+	put_sq(b, sh->null_path);
 	put_s(b, "\n");
 	return b->failed ? -1 : 0;
 }
@@ -796,13 +826,13 @@ static int make_fifos(struct hsr_daemon *d, struct hsr_cmd *cmd, int stdin_pipe)
 			break;
 		if (s == 0 && !stdin_pipe)
 			continue;
-		snprintf(name, sizeof(name), "sh.%llu.%c", (unsigned long long)cmd->id, "012s"[s]);
+		snprintf(name, sizeof(name), "sh.%c", "012s"[s]);
 		unlinkat(d->rd->dirfd, name, 0);
 		if (mkfifoat(d->rd->dirfd, name, 0600) < 0)
 			return -1;
 	}
 	for (int s = 1; s <= 2; s++) {
-		snprintf(name, sizeof(name), "sh.%llu.%d", (unsigned long long)cmd->id, s);
+		snprintf(name, sizeof(name), "sh.%d", s);
 		cmd->pipe_fd[s] = openat(d->rd->dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (cmd->pipe_fd[s] < 0)
 			return -1;
@@ -810,14 +840,14 @@ static int make_fifos(struct hsr_daemon *d, struct hsr_cmd *cmd, int stdin_pipe)
 	if (stdin_pipe) {
 		/* Held open for reading until the shell has opened it, so bytes
 		 * written before that wait in the pipe (the sync FIFO says when). */
-		snprintf(name, sizeof(name), "sh.%llu.0", (unsigned long long)cmd->id);
+		snprintf(name, sizeof(name), "sh.0");
 		cmd->hold_fd = openat(d->rd->dirfd, name, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 		if (cmd->hold_fd < 0)
 			return -1;
 		cmd->stdin_fd = openat(d->rd->dirfd, name, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 		if (cmd->stdin_fd < 0)
 			return -1;
-		snprintf(name, sizeof(name), "sh.%llu.s", (unsigned long long)cmd->id);
+		snprintf(name, sizeof(name), "sh.s");
 		cmd->sync_fd = openat(d->rd->dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (cmd->sync_fd < 0)
 			return -1;
@@ -825,15 +855,14 @@ static int make_fifos(struct hsr_daemon *d, struct hsr_cmd *cmd, int stdin_pipe)
 	return 0;
 }
 
-static void unlink_fifos(struct hsr_daemon *d, const struct hsr_cmd *cmd)
+/* The running command's FIFOs and files go once it is done (a background
+ * job keeps its descriptors; the next command gets new FIFOs). */
+static void unlink_fifos(struct hsr_daemon *d)
 {
-	static const char *const suf[] = { "0", "1", "2", "s", "env" };
-	char name[48];
+	static const char *const names[] = { "sh.0", "sh.1", "sh.2", "sh.s" };
 
-	for (size_t i = 0; i < sizeof(suf) / sizeof(suf[0]); i++) {
-		snprintf(name, sizeof(name), "sh.%llu.%s", (unsigned long long)cmd->id, suf[i]);
-		unlinkat(d->rd->dirfd, name, 0);
-	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unlinkat(d->rd->dirfd, names[i], 0);
 }
 
 static void start_next(struct hsr_daemon *d);
@@ -857,7 +886,7 @@ static void finish(struct hsr_daemon *d, struct hsr_cmd *cmd)
 	close_fd(&cmd->stdin_fd);
 	hsr_buf_free(&cmd->stdin_buf);
 	cmd->stdin_pos = 0;
-	unlink_fifos(d, cmd);
+	unlink_fifos(d);
 	free(cmd->req);
 	cmd->req = NULL;
 	sh->cur = NULL;
@@ -1058,8 +1087,6 @@ static void read_base(struct hsr_daemon *d, struct hsr_shell *sh, int s)
 static void record_done(struct hsr_daemon *d, struct hsr_shell *sh)
 {
 	close_fd(&sh->rec_fd);
-	unlinkat(d->rd->dirfd, sh->rec_name, 0);
-	sh->rec_name[0] = '\0';
 	if (sh->initing) {
 		/* $? stays the last command's (a shell that died leaves its status). */
 		int keep = sh->status;
@@ -1244,7 +1271,6 @@ void hsr_shell_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, ui
 			cmd->st.cancelled = 1;
 			cmd->st.exit_code = 128 + SIGTERM;
 			cmd->done = 1;
-			unlink_fifos(d, cmd);
 			free(cmd->req);
 			cmd->req = NULL;
 		}
@@ -1426,6 +1452,8 @@ void hsr_shell_free(struct hsr_daemon *d)
 	}
 	hsr_buf_free(&sh->feed);
 	hsr_buf_free(&sh->rec);
+	hsr_buf_free(&sh->last_a);
+	hsr_buf_free(&sh->last_b);
 	for (char **e = sh->env; e && *e; e++)
 		free(*e);
 	free(sh->env);
