@@ -571,6 +571,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;
 			out->jobs_left = ev.jobs_left;
+			out->runner_id = id;
 			out->shell_restarted = ev.shell_restarted;
 			snprintf(out->restart_reason, sizeof(out->restart_reason), "%s", ev.reason);
 			if (deadline_cancel && ev.cancelled) { /* the core's backup of the deadline */
@@ -725,6 +726,90 @@ get_once(struct hs_conn *cn, const char *path, size_t max, void **bufp, size_t *
 			return 0;
 		}
 	}
+}
+
+/* One request answered by one event with its id or token (JOBS, SIGNAL to a
+ * job): waits for it, routing other events; 1 with *ev, 0 timed out, -1
+ * when the stream broke. */
+static int
+await_answer(struct hs_conn *cn, uint64_t id, int type, struct hsr_event *ev, char *err,
+             size_t errlen)
+{
+	for (;;) {
+		int r = hsr_client_next(cn->rc, ev, 30000, err, errlen);
+		if (r <= 0)
+			return r;
+		if (ev->type == HSR_EV_JOBS) {
+			if (type == HSR_EV_JOBS && ev->token == id)
+				return 1;
+		} else if ((ev->type == type || ev->type == HSR_EV_ERROR) && ev->id == id) {
+			return 1;
+		}
+		route(cn, ev);
+	}
+}
+
+int
+hs_conn_shell_jobs(struct hs_conn *cn, struct hs_shell_job *out, size_t max, char *err,
+                   size_t errlen)
+{
+	struct hsr_event ev;
+	struct hsr_reader rd;
+	struct hsr_job_entry e;
+	uint64_t token;
+	size_t n = 0;
+
+	if (cn->exec_mode || !cn->session_shell)
+		return 0;
+	pthread_mutex_lock(&cn->lock);
+	token = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
+	if (hsr_client_jobs(cn->rc, token) < 0 || await_answer(cn, token, HSR_EV_JOBS, &ev, err, errlen) != 1) {
+		if (!err[0])
+			snprintf(err, errlen, "the runner did not list its jobs");
+		return -1;
+	}
+	if (ev.type != HSR_EV_JOBS) {
+		snprintf(err, errlen, "the runner: %s", ev.message);
+		return -1;
+	}
+	hsr_reader_init(&rd, ev.data, ev.len);
+	while (n < max && hsr_jobs_entry_next(&rd, &e)) {
+		struct hs_shell_job *j = &out[n++];
+		j->id = e.id;
+		j->alive = e.alive;
+		j->procs = e.procs;
+		j->log_bytes[1] = e.log_bytes[1];
+		j->log_bytes[2] = e.log_bytes[2];
+		snprintf(j->command, sizeof(j->command), "%.*s", (int)e.command_len, e.command);
+	}
+	return (int)n;
+}
+
+int
+hs_conn_shell_job_signal(struct hs_conn *cn, uint64_t id, int sig, char *err, size_t errlen)
+{
+	struct hsr_event ev;
+
+	if (cn->exec_mode || !cn->session_shell)
+		return 1;
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
+	if (hsr_client_signal(cn->rc, id, sig) < 0 || await_answer(cn, id, HSR_EV_OK, &ev, err, errlen) != 1) {
+		if (!err[0])
+			snprintf(err, errlen, "the runner did not answer");
+		return -1;
+	}
+	return ev.type == HSR_EV_OK ? 0 : 1;
+}
+
+void
+hs_conn_shell_job_log(const struct hs_conn *cn, uint64_t id, int stream, char *path, size_t len)
+{
+	snprintf(path, len, "%s/job-%llu.%s.log", cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp",
+	         (unsigned long long)id, stream == 2 ? "err" : "out");
 }
 
 /* Files are whole-file operations: after a broken stream they are simply redone. */

@@ -84,6 +84,7 @@ struct hs_exec_out {
 	uint64_t total[3];
 	int64_t duration_ms;
 	unsigned jobs_left;        /* background processes the command left running */
+	uint64_t runner_id;        /* the command's id in the runner (names its background job) */
 	int shell_restarted;       /* the session shell lost its state during the command */
 	char restart_reason[200];
 };
@@ -152,6 +153,24 @@ struct hs_job *hs_conn_job(struct hs_conn *cn, unsigned n);
 int hs_conn_jobs_running(const struct hs_conn *cn);
 /* Ask the runner to stop a job (TERM, grace, KILL, like a deadline). */
 int hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job);
+
+/* A background job of the session shell: what a completed command left running. */
+struct hs_shell_job {
+	uint64_t id;               /* the command's runner id */
+	int alive;
+	unsigned procs;
+	uint64_t log_bytes[3];     /* its later output kept in the runner, by stream 1, 2 */
+	char command[256];
+};
+/* The session shell's background jobs, newest first (at most max); the count, or -1 with err. */
+int hs_conn_shell_jobs(struct hs_conn *cn, struct hs_shell_job *out, size_t max, char *err,
+                       size_t errlen);
+/* Send sig to a background job's processes (TERM: KILL after the grace).  0, 1 when
+ * no process of it runs, -1 with err. */
+int hs_conn_shell_job_signal(struct hs_conn *cn, uint64_t id, int sig, char *err, size_t errlen);
+/* The path, inside the sandbox, of a background job's output log (stream 1 or 2). */
+void hs_conn_shell_job_log(const struct hs_conn *cn, uint64_t id, int stream, char *path,
+                           size_t len);
 
 /* Put a whole file into the sandbox / get one out (len bounded by max). */
 int hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,

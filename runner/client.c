@@ -508,6 +508,13 @@ int hsr_client_get_file(struct hsr_client *c, uint64_t id, const char *path)
 	return send_msg(c, &m);
 }
 
+int hsr_client_jobs(struct hsr_client *c, uint64_t token)
+{
+	struct hsr_msg m = { .type = HSR_F_JOBS, .value = token };
+
+	return send_msg(c, &m);
+}
+
 int hsr_client_ping(struct hsr_client *c, uint64_t token)
 {
 	struct hsr_msg m = { .type = HSR_F_PING, .value = token };
@@ -609,6 +616,13 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 	case HSR_F_PONG:
 		ev->type = HSR_EV_PONG;
 		ev->token = m->value;
+		return 0;
+	case HSR_F_JOBS:
+		ev->type = HSR_EV_JOBS;
+		ev->token = m->value;
+		ev->njobs = m->count;
+		ev->data = m->data;
+		ev->len = m->len;
 		return 0;
 	default:
 		set_err(err, errlen, "runner stream: unexpected %s frame", hsr_frame_name(m->type));

@@ -113,6 +113,9 @@ int hsr_client_put_file_flags(struct hsr_client *c, uint64_t id, const char *pat
 /* Reads the regular file at the absolute path; it arrives as
  * HSR_EV_FILE_DATA events, the last with final set, or an HSR_EV_ERROR. */
 int hsr_client_get_file(struct hsr_client *c, uint64_t id, const char *path);
+/* Asks for the session shell's background jobs; the daemon answers with an
+ * HSR_EV_JOBS carrying token. */
+int hsr_client_jobs(struct hsr_client *c, uint64_t token);
 /* Sends a PING; the daemon answers with an HSR_EV_PONG carrying token. */
 int hsr_client_ping(struct hsr_client *c, uint64_t token);
 
@@ -137,7 +140,8 @@ enum hsr_event_type {
 	HSR_EV_ATTACH,     /* attach, nattach */
 	HSR_EV_FILE_DATA,  /* id, offset, data/len, final */
 	HSR_EV_OK,         /* id: a PUT completed */
-	HSR_EV_PONG        /* token */
+	HSR_EV_PONG,       /* token */
+	HSR_EV_JOBS        /* token, data/len: njobs entries (hsr_jobs_entry_next()) */
 };
 
 struct hsr_event {
@@ -155,7 +159,8 @@ struct hsr_event {
 	uint64_t total[4];   /* indexed by stream: bytes the command produced */
 	const struct hsr_attach_entry *attach;
 	size_t nattach;
-	uint64_t token;      /* PONG */
+	uint64_t token;      /* PONG, JOBS */
+	uint32_t njobs;      /* JOBS */
 	int shell_restarted; /* EXIT: the session shell lost its state (reason says why) */
 	unsigned jobs_left;  /* EXIT: processes the command left running (session shell) */
 	char reason[200];

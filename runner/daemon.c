@@ -308,8 +308,14 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 			hsr_cmd_stdin(cmd, c, m.data, m.len, m.type == HSR_F_STDIN_EOF);
 		break;
 	case HSR_F_SIGNAL:
-		if ((cmd = need_cmd(d, c, m.id)))
+		/* Not a command: a background job of the session shell. */
+		if ((cmd = hsr_cmd_find(d, m.id)))
 			hsr_cmd_control(d, cmd, HSR_SHIM_SIGNAL, m.signo);
+		else
+			hsr_shell_job_signal(d, c, m.id, (int)m.signo);
+		break;
+	case HSR_F_JOBS:
+		hsr_shell_jobs(d, c, m.value);
 		break;
 	case HSR_F_CANCEL:
 		if ((cmd = need_cmd(d, c, m.id)))

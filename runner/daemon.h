@@ -143,6 +143,11 @@ int hsr_shell_alive(struct hsr_daemon *d);
 /* Session close: sig to the shell and every process it started. */
 void hsr_shell_stop(struct hsr_daemon *d, int sig);
 void hsr_shell_free(struct hsr_daemon *d);
+/* JOBS: the background jobs completed commands left, answered on c. */
+void hsr_shell_jobs(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token);
+/* SIGNAL to a background job's processes (TERM: then KILL after the
+ * grace); answers OK, or ERROR 4 when no such job lives. */
+void hsr_shell_job_signal(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id, int sig);
 
 /* files.c */
 void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);

@@ -392,6 +392,15 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_PONG:
 		m->value = hsr_get_u64(&r);
 		break;
+	case HSR_F_JOBS:
+		m->value = hsr_get_u64(&r);
+		if (!from_daemon)
+			break;
+		m->count = hsr_get_u32(&r);
+		m->data = r.p;
+		m->len = r.left;
+		r.left = 0;
+		break;
 	case HSR_F_SHUTDOWN:
 		m->value = hsr_get_u32(&r);
 		break;
@@ -511,6 +520,13 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 	case HSR_F_PING:
 	case HSR_F_PONG:
 		hsr_buf_u64(b, m->value);
+		break;
+	case HSR_F_JOBS:
+		hsr_buf_u64(b, m->value);
+		if (from_daemon) {
+			hsr_buf_u32(b, m->count);
+			hsr_buf_put(b, m->data, m->len);
+		}
 		break;
 	case HSR_F_SHUTDOWN:
 		hsr_buf_u32(b, (uint32_t)m->value);
@@ -681,10 +697,34 @@ const char *hsr_frame_name(int type)
 		"?", "HELLO", "ERROR", "EXEC", "STDIN", "STDIN_EOF", "SIGNAL",
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
 		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
-		"KEY", "CHALLENGE", "AUTH",
+		"KEY", "CHALLENGE", "AUTH", "JOBS",
 	};
 
 	if (type < 1 || type > HSR_F_MAX_TYPE)
 		return "UNKNOWN";
 	return names[type];
+}
+
+int hsr_jobs_entry_next(struct hsr_reader *r, struct hsr_job_entry *e)
+{
+	if (r->left == 0 || r->err)
+		return 0;
+	e->id = hsr_get_u64(r);
+	e->alive = hsr_get_u8(r);
+	e->procs = hsr_get_u32(r);
+	e->log_bytes[0] = 0;
+	e->log_bytes[1] = hsr_get_u64(r);
+	e->log_bytes[2] = hsr_get_u64(r);
+	e->command = hsr_get_str(r, &e->command_len);
+	return !r->err;
+}
+
+void hsr_jobs_entry_encode(struct hsr_buf *b, const struct hsr_job_entry *e)
+{
+	hsr_buf_u64(b, e->id);
+	hsr_buf_u8(b, (uint8_t)e->alive);
+	hsr_buf_u32(b, e->procs);
+	hsr_buf_u64(b, e->log_bytes[1]);
+	hsr_buf_u64(b, e->log_bytes[2]);
+	buf_strn(b, e->command, e->command_len);
 }

@@ -63,7 +63,9 @@ enum hsr_frame_type {
 	HSR_F_CHALLENGE = 22,/* client: u8[32] nonce */
 	HSR_F_AUTH = 23,     /* daemon: u8 keyed, u8[32] nonce, u8[32] proof;
 	                        client: u8[32] proof */
-	HSR_F_MAX_TYPE = 23
+	HSR_F_JOBS = 24,     /* client: u64 token; daemon: u64 token, u32 n, n entries
+	                        (see hsr_jobs_entry_next()) */
+	HSR_F_MAX_TYPE = 24
 };
 
 /* ERROR codes.  Append only. */
@@ -244,6 +246,24 @@ struct hsr_attach_entry {
 void hsr_attach_entry_encode(struct hsr_buf *b, const struct hsr_attach_entry *e);
 /* Decodes entry i of an ATTACH reply decoded by hsr_msg_decode(). */
 void hsr_attach_entry_decode(const struct hsr_msg *m, uint32_t i, struct hsr_attach_entry *e);
+
+/* One background job of the session shell in a JOBS reply: the processes a
+ * completed command left running.  Entry: u64 id (the command's), u8
+ * alive, u32 processes, u64 stdout log bytes, u64 stderr log bytes, str
+ * command. */
+struct hsr_job_entry {
+	uint64_t id;
+	int alive;
+	uint32_t procs;
+	uint64_t log_bytes[3]; /* indexed by stream 1, 2 */
+	const char *command;   /* not terminated */
+	uint32_t command_len;
+};
+
+/* Takes the next entry of a JOBS reply's data; returns 1, or 0 at the end
+ * or on a malformed entry. */
+int hsr_jobs_entry_next(struct hsr_reader *r, struct hsr_job_entry *e);
+void hsr_jobs_entry_encode(struct hsr_buf *b, const struct hsr_job_entry *e);
 
 /* Returns a static name for a frame type, for messages. */
 const char *hsr_frame_name(int type);

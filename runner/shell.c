@@ -57,6 +57,21 @@ struct joblog {
 	uint64_t size;
 };
 
+/* The processes a completed command left running (its background jobs):
+ * the top ones (children of the shell or of the daemon) by pid and start
+ * time, so a reused pid is never taken for them. */
+#define BGJOB_TOPS 32
+#define BGJOBS_MAX 64
+struct bgjob {
+	struct bgjob *next;
+	uint64_t id;
+	char command[256];
+	int n;
+	pid_t pid[BGJOB_TOPS];
+	unsigned long long start[BGJOB_TOPS];
+	int64_t kill_at;       /* a job kill: KILL what is left at this time */
+};
+
 struct hsr_shell {
 	pid_t pid;             /* bash; 0 when none runs */
 	int in_fd;             /* our end of bash's program socket */
@@ -98,6 +113,7 @@ struct hsr_shell {
 	char lost[200];        /* why state was lost, for the next EXIT */
 	struct joblog *logs;
 	struct hsr_buf last_a, last_b; /* sh.a and sh.b as last written */
+	struct bgjob *jobs;    /* newest first */
 };
 
 static char *xstrdup(const char *s)
@@ -265,6 +281,135 @@ static int signal_cmd_procs(struct hsr_daemon *d, int sig, int all)
 	}
 	free(t);
 	return hits;
+}
+
+/* Records the top processes of the running command (see signal_cmd_procs)
+ * as a background job. */
+static void record_job(struct hsr_daemon *d, struct hsr_cmd *cmd)
+{
+	struct hsr_shell *sh = d->shell;
+	pid_t self = getpid();
+	struct proc *t;
+	int n = proc_table(&t), count = 0;
+	struct bgjob *j = calloc(1, sizeof(*j));
+
+	if (!j || n < 0) {
+		free(j);
+		free(t);
+		return;
+	}
+	j->id = cmd->id;
+	snprintf(j->command, sizeof(j->command), "%s", cmd->req ? cmd->req->argv[1] : "");
+	for (int i = 0; i < n && j->n < BGJOB_TOPS; i++) {
+		struct proc *p = &t[i];
+
+		if (p->pid == self || p->pid == sh->pid || is_shim(d, p->pid))
+			continue;
+		if ((p->ppid == self || (sh->pid > 0 && p->ppid == sh->pid)) && p->start >= sh->start_tick) {
+			j->pid[j->n] = p->pid;
+			j->start[j->n++] = p->start;
+		}
+	}
+	free(t);
+	if (j->n == 0) {
+		free(j);
+		return;
+	}
+	j->next = sh->jobs;
+	sh->jobs = j;
+	/* Bounded: the oldest beyond the limit are forgotten (not killed). */
+	for (struct bgjob *q = sh->jobs; q; q = q->next)
+		if (++count == BGJOBS_MAX) {
+			while (q->next) {
+				struct bgjob *x = q->next;
+
+				q->next = x->next;
+				free(x);
+			}
+			break;
+		}
+}
+
+/* Signals (sig 0: counts) every live process of job j: its top processes
+ * and everything below them.  Returns how many. */
+static int job_procs(struct bgjob *j, int sig)
+{
+	struct proc *t;
+	int n = proc_table(&t), hits = 0;
+
+	for (int i = 0; i < n; i++) {
+		int depth = 0, mine = 0;
+
+		for (struct proc *q = &t[i]; q && depth < 4096 && !mine; depth++) {
+			for (int k = 0; k < j->n; k++)
+				if (q->pid == j->pid[k] && q->start == j->start[k])
+					mine = 1;
+			if (q->ppid <= 1)
+				break;
+			q = proc_find(t, n, q->ppid);
+		}
+		if (mine && (sig == 0 || kill(t[i].pid, sig) == 0))
+			hits++;
+	}
+	free(t);
+	return hits;
+}
+
+static uint64_t log_size(struct hsr_daemon *d, uint64_t id, int s)
+{
+	char name[64];
+	struct stat st;
+
+	snprintf(name, sizeof(name), "job-%llu.%s.log", (unsigned long long)id, s == 1 ? "out" : "err");
+	return fstatat(d->rd->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+void hsr_shell_jobs(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token)
+{
+	struct hsr_msg m = { .type = HSR_F_JOBS, .value = token };
+	struct hsr_buf list;
+
+	hsr_buf_init(&list);
+	for (struct bgjob *j = d->shell ? d->shell->jobs : NULL; j; j = j->next) {
+		struct hsr_job_entry e = { .id = j->id, .command = j->command,
+					   .command_len = (uint32_t)strlen(j->command) };
+
+		e.procs = (uint32_t)job_procs(j, 0);
+		e.alive = e.procs > 0;
+		e.log_bytes[1] = log_size(d, j->id, 1);
+		e.log_bytes[2] = log_size(d, j->id, 2);
+		hsr_jobs_entry_encode(&list, &e);
+		m.count++;
+	}
+	if (list.failed) {
+		hsr_conn_error(c, 0, HSR_E_LIMIT, "out of memory");
+	} else {
+		m.data = list.data;
+		m.len = list.len;
+		hsr_msg_encode(&c->out, &m, 1);
+	}
+	hsr_buf_free(&list);
+}
+
+void hsr_shell_job_signal(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id, int sig)
+{
+	struct hsr_msg ok = { .type = HSR_F_OK, .id = id };
+	struct bgjob *j = NULL;
+
+	for (j = d->shell ? d->shell->jobs : NULL; j; j = j->next)
+		if (j->id == id)
+			break;
+	if (!j || sig < 0 || sig >= 65 || job_procs(j, 0) == 0) {
+		hsr_conn_error(c, id, HSR_E_NOENT, "no command or running job with id %llu",
+			       (unsigned long long)id);
+		return;
+	}
+	job_procs(j, sig);
+	if (sig == SIGTERM) {
+		job_procs(j, SIGCONT);
+		j->kill_at = hsr_now_ms() + HSR_DEFAULT_GRACE_MS;
+	}
+	hsr_msg_encode(&c->out, &ok, 1);
 }
 
 /* Returns 1 when pid's children file (/proc/PID/task/PID/children) lists
@@ -881,6 +1026,8 @@ static void finish(struct hsr_daemon *d, struct hsr_cmd *cmd)
 	}
 	if (!cmd->st.timed_out && !cmd->st.cancelled)
 		cmd->jobs_left = (uint32_t)count_left(d);
+	if (cmd->jobs_left)
+		record_job(d, cmd);
 	close_fd(&cmd->hold_fd);
 	close_fd(&cmd->sync_fd);
 	close_fd(&cmd->stdin_fd);
@@ -1367,8 +1514,19 @@ int64_t hsr_shell_tick(struct hsr_daemon *d)
 	int64_t now = hsr_now_ms(), wake = -1;
 	struct hsr_cmd *cmd;
 
-	if (!sh || !(cmd = sh->cur))
+	if (!sh)
 		return -1;
+	for (struct bgjob *j = sh->jobs; j; j = j->next)
+		if (j->kill_at) {
+			if (now >= j->kill_at) {
+				job_procs(j, SIGKILL);
+				j->kill_at = job_procs(j, 0) ? now + 100 : 0;
+			}
+			if (j->kill_at && (wake < 0 || j->kill_at < wake))
+				wake = j->kill_at;
+		}
+	if (!(cmd = sh->cur))
+		return wake;
 	if (!sh->killing && sh->deadline > 0) {
 		if (now >= sh->deadline) {
 			cmd->st.timed_out = 1;
@@ -1454,6 +1612,12 @@ void hsr_shell_free(struct hsr_daemon *d)
 	hsr_buf_free(&sh->rec);
 	hsr_buf_free(&sh->last_a);
 	hsr_buf_free(&sh->last_b);
+	while (sh->jobs) {
+		struct bgjob *j = sh->jobs;
+
+		sh->jobs = j->next;
+		free(j);
+	}
 	for (char **e = sh->env; e && *e; e++)
 		free(*e);
 	free(sh->env);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,7 +188,102 @@ job_output_json(yajl_gen g, struct req *r, struct hs_job *j)
 	free(data);
 }
 
-/* {"op":"job","session":S,"job":"jN","action":"poll"|"output"|"kill"} */
+/* The fields of a shell job (list and poll replies). */
+static void
+shell_job_json(yajl_gen g, const struct hs_shell_job *j)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "s%llu", (unsigned long long)j->id);
+	hs_json_kstr(g, "job", name);
+	hs_json_kbool(g, "running", j->alive);
+	hs_json_kint(g, "processes", j->procs);
+	hs_json_kstr(g, "command", j->command);
+	hs_json_kint(g, "stdout_bytes", (long long)j->log_bytes[1]);
+	hs_json_kint(g, "stderr_bytes", (long long)j->log_bytes[2]);
+}
+
+#define SHELL_JOBS_MAX 64
+
+/* A job of the session shell ("sID"): list, poll, output (its log), kill. */
+static void
+do_shell_job(struct sess *ss, struct req *r, const char *name, const char *action)
+{
+	struct srv *s = ss->srv;
+	struct hs_shell_job jobs[SHELL_JOBS_MAX], *j = NULL;
+	unsigned long long id = 0;
+	char err[1024] = "";
+	int n = hs_conn_shell_jobs(&ss->hs.cn, jobs, SHELL_JOBS_MAX, err, sizeof(err));
+
+	if (n < 0) {
+		srv_reply_error(s, r->id, "backend_error", err);
+		return;
+	}
+	yajl_gen g;
+	if (!strcmp(action, "list")) {
+		g = srv_reply_ok(r->id);
+		hs_json_key(g, "jobs");
+		yajl_gen_array_open(g);
+		for (int i = 0; i < n; i++) {
+			yajl_gen_map_open(g);
+			shell_job_json(g, &jobs[i]);
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+		srv_emit(s, g);
+		return;
+	}
+	if (sscanf(name, "s%llu", &id) == 1)
+		for (int i = 0; i < n; i++)
+			if (jobs[i].id == id)
+				j = &jobs[i];
+	if (!j) {
+		srv_reply_error(s, r->id, "no_job", "no job of that name in this session");
+		return;
+	}
+	if (!strcmp(action, "kill")) {
+		int k = hs_conn_shell_job_signal(&ss->hs.cn, j->id, SIGTERM, err, sizeof(err));
+		if (k < 0) {
+			srv_reply_error(s, r->id, "backend_error", err);
+			return;
+		}
+		g = srv_reply_ok(r->id);
+		hs_json_kbool(g, "killed", k == 0);
+		shell_job_json(g, j);
+	} else if (!strcmp(action, "output")) {
+		const char *st = hs_serve_str(r->root, "stream");
+		int stream = st && !strcmp(st, "stderr") ? 2 : 1;
+		uint64_t off = hs_serve_uint(r->root, "offset", 0);
+		char path[4200];
+		void *buf = NULL;
+		size_t len = 0, limit = (size_t)ss->hs.lim.output_limit;
+		hs_conn_shell_job_log(&ss->hs.cn, j->id, stream, path, sizeof(path));
+		if (j->log_bytes[stream] &&
+		    hs_conn_get(&ss->hs.cn, path, (size_t)j->log_bytes[stream] + 65536, &buf, &len, err,
+		                sizeof(err)) < 0) {
+			srv_reply_error(s, r->id, "backend_error", err);
+			return;
+		}
+		size_t from = off < len ? (size_t)off : len;
+		size_t take = len - from < limit ? len - from : limit;
+		g = srv_reply_ok(r->id);
+		hs_json_kstr(g, "job", name);
+		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
+		hs_json_kint(g, "offset", (long long)from);
+		hs_json_kbytes(g, "data", buf ? (const char *)buf + from : "", take);
+		hs_json_kint(g, "next_offset", (long long)(from + take));
+		hs_json_kbool(g, "running", j->alive);
+		free(buf);
+	} else {
+		g = srv_reply_ok(r->id);
+		shell_job_json(g, j);
+	}
+	yajl_gen_map_close(g);
+	srv_emit(s, g);
+}
+
+/* {"op":"job","session":S,"job":"jN"|"sID","action":"poll"|"output"|"kill"}, or
+ * {"op":"job","session":S,"action":"list"}: the shell's background jobs. */
 static int
 do_job(struct sess *ss, struct req *r)
 {
@@ -197,10 +293,20 @@ do_job(struct sess *ss, struct req *r)
 	char err[1024];
 	unsigned n = 0;
 
+	if (action && !strcmp(action, "list")) {
+		do_shell_job(ss, r, "", action);
+		return 0;
+	}
+	if (name && name[0] == 's' && action &&
+	    (!strcmp(action, "poll") || !strcmp(action, "output") || !strcmp(action, "kill"))) {
+		do_shell_job(ss, r, name, action);
+		return 0;
+	}
 	if (!name || sscanf(name, "j%u", &n) != 1 || !action ||
 	    (strcmp(action, "poll") && strcmp(action, "output") && strcmp(action, "kill"))) {
 		srv_reply_error(s, r->id, "invalid_request",
-		                "job needs \"job\" (\"jN\") and \"action\" (poll, output, kill)");
+		                "job needs \"job\" (\"jN\" or \"sID\") and \"action\" (poll, output, kill), "
+		                "or \"action\": \"list\"");
 		return 0;
 	}
 	if (hs_conn_pump(&ss->hs.cn, 0, err, sizeof(err)) < 0) {
@@ -293,6 +399,12 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 	hs_capture_json_result(g, &res->out, k->cap, res->restored);
 	if (k->stream)
 		hs_json_kint(g, "stream_dropped", (long long)k->stream_dropped);
+	/* What it left running in the session shell is a job: "s" and its runner id. */
+	if (res->out.jobs_left) {
+		char name[32];
+		snprintf(name, sizeof(name), "s%llu", (unsigned long long)res->out.runner_id);
+		hs_json_kstr(g, "job", name);
+	}
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
 }
