@@ -32,7 +32,8 @@ enum {
 	G_RECURSE = 1,      /* walk subdirectories */
 	G_REMOVE_ADDED = 2, /* anything new in it is removed */
 	G_REMOVE_SO = 4,    /* a new *.so in it is removed (plugin dirs) */
-	G_SNAP_ONLY = 8,    /* only shell snapshots count (the runtime dir) */
+	G_SNAP_ONLY = 8,    /* only shell state counts (the runtime dir): snapshots, and
+	                       the session shell's files its bash sources (sh.*) */
 	G_NOCOPY = 16,      /* identity only, no content kept (plugins) */
 	G_APPEND = 32,      /* a file that only grew was appended to by hs (audit log) */
 	G_RESTORE = 64,     /* what was removed is recreated (else a removal is taken as
@@ -69,8 +70,9 @@ struct hs_guard {
 	size_t copied_bytes;
 	int ready;
 	char broken[700];
-	/* Snapshots of sessions with a command in flight: their own hs writes
-	 * them when the command ends, so another session's check leaves them. */
+	/* The state directories (the snapshot's) of sessions with a command in
+	 * flight: their own hs and runner write them while it runs, so another
+	 * session's check leaves them. */
 	char *busy[64];
 	size_t n_busy;
 };
@@ -182,7 +184,8 @@ static int
 wanted(int flags, const char *name, mode_t mode)
 {
 	if (flags & G_SNAP_ONLY)
-		return S_ISDIR(mode) || (S_ISREG(mode) && strcmp(name, "shell.snap") == 0);
+		return S_ISDIR(mode) ||
+		       (S_ISREG(mode) && (strcmp(name, "shell.snap") == 0 || strncmp(name, "sh.", 3) == 0));
 	return 1;
 }
 
@@ -501,9 +504,11 @@ remove_added(struct hs_guard *g, const char *dir, size_t root, struct hs_guard_r
 static int
 is_busy(const struct hs_guard *g, const char *path)
 {
-	for (size_t k = 0; k < g->n_busy; k++)
-		if (strcmp(g->busy[k], path) == 0)
+	for (size_t k = 0; k < g->n_busy; k++) {
+		size_t n = strlen(g->busy[k]);
+		if (strncmp(g->busy[k], path, n) == 0 && path[n] == '/')
 			return 1;
+	}
 	return 0;
 }
 
@@ -597,6 +602,29 @@ hs_guard_rebase(struct hs_core *c, const char *path)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* Takes what a session's own command changed in its state directory dir
+ * as it now is. */
+static void
+rebase_dir(struct hs_core *c, const char *dir)
+{
+	struct hs_guard *g = c->guard;
+	size_t n = strlen(dir);
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->mu);
+	ssize_t root = g->ready ? root_of(g, dir) : -1;
+	if (root >= 0) {
+		for (size_t k = 0; k < g->n; k++)
+			if (strncmp(g->ents[k].path, dir, n) == 0 && g->ents[k].path[n] == '/')
+				take(g, &g->ents[k]);
+		if (!find(g, dir))
+			add(g, dir, (size_t)root);
+		scan(g, dir, (size_t)root, 1);
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
 int
 hs_guard_protects(struct hs_core *c, const char *path)
 {
@@ -650,13 +678,21 @@ audit_restored(struct hs_core *c, const char *session, const char *backend,
 		hs_warn("audit log: %s", err);
 }
 
-/* Mark (busy 1) or unmark a session's snapshot as written by its own hs. */
+/* Mark (busy 1) or unmark a session's state directory (the snapshot's) as
+ * written by its own hs and runner. */
 static void
-set_busy(struct hs_core *c, const char *snapshot, int busy)
+set_busy(struct hs_core *c, const char *snapshot_path, int busy)
 {
+	char snapshot[PATH_MAX] = "";
+	if (snapshot_path) {
+		snprintf(snapshot, sizeof(snapshot), "%s", snapshot_path);
+		char *sl = strrchr(snapshot, '/');
+		if (sl && sl != snapshot)
+			*sl = '\0';
+	}
 	struct hs_guard *g = c->guard;
 
-	if (!g || !snapshot || !*snapshot)
+	if (!g || !*snapshot)
 		return;
 	pthread_mutex_lock(&g->mu);
 	for (size_t k = 0; k < g->n_busy; k++)
@@ -701,6 +737,16 @@ hs_guard_end(struct hs_core *c, const char *session, const char *backend,
 	set_busy(c, snapshot, 0);
 	if (written)
 		hs_guard_rebase(c, snapshot);
+	/* The session shell's files its runner and bash wrote meanwhile. */
+	if (snapshot) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", snapshot);
+		char *sl = strrchr(dir, '/');
+		if (sl && sl != dir) {
+			*sl = '\0';
+			rebase_dir(c, dir);
+		}
+	}
 	int rc = hs_guard_after(c, &r, err, errlen);
 	*restored = r.restored;
 	if (r.restored)

@@ -223,9 +223,23 @@ static int write_stdin(struct hsr_cmd *cmd)
 	return 0;
 }
 
+/* A session-shell command still queued (its FIFOs not made yet) keeps
+ * its stdin until it starts (hsr_cmd_stdin_kick). */
+static int stdin_waits(const struct hsr_cmd *cmd)
+{
+	return cmd->session && cmd->req && !cmd->done && cmd->stdin_fd < 0 &&
+	       (cmd->req->flags & HSR_EXEC_STDIN_PIPE);
+}
+
+void hsr_cmd_stdin_kick(struct hsr_cmd *cmd)
+{
+	if (cmd->stdin_fd >= 0)
+		write_stdin(cmd);
+}
+
 void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_t n, int eof)
 {
-	if (cmd->stdin_fd < 0 || cmd->stdin_eof)
+	if ((cmd->stdin_fd < 0 && !stdin_waits(cmd)) || cmd->stdin_eof)
 		return; /* stdin is /dev/null, closed, or the command is gone */
 	if (eof) {
 		cmd->stdin_eof = 1;
@@ -258,7 +272,8 @@ void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_
 		return;
 	}
 	/* Try at once: a command that reads keeps the backlog near zero. */
-	write_stdin(cmd);
+	if (cmd->stdin_fd >= 0)
+		write_stdin(cmd);
 }
 
 int64_t hsr_cmd_stdin_hold(const struct hsr_cmd *cmd, const struct hsr_conn *c, int64_t now)

@@ -100,6 +100,8 @@ void hsr_conn_error(struct hsr_conn *c, uint64_t id, uint32_t code, const char *
 struct hsr_cmd *hsr_cmd_find(struct hsr_daemon *d, uint64_t id);
 void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, size_t len);
 void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_t n, int eof);
+/* Writes stdin kept while a session-shell command waited to start. */
+void hsr_cmd_stdin_kick(struct hsr_cmd *cmd);
 void hsr_cmd_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint32_t arg);
 /* Shutdown: cancels the command (grace in ms, or HSR_GRACE_DEFAULT) also
  * when its top process has exited, and watches for its shim to exit. */

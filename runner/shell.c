@@ -515,16 +515,15 @@ static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
 		 "\\builtin printf '\\n'; \\builtin set +o; \\builtin printf '#end\\n'; } >|");
 	put_path(d, b, "sh.saved");
 	put_s(b, " 2>/dev/null\n");
-	/* Then the session's own EXIT trap, if it set one, with $? as at exit. */
-	put_s(b, "if [ -r ");
+	/* Then the session's own EXIT trap, if it set one, with $? as at exit
+	 * (sh.xt puts it back from its argument before the trap's code). */
+	put_s(b, "{ [ -r ");
 	put_path(d, b, "sh.xt");
-	put_s(b, " ]; then { \\builtin read -r __hs_st <");
+	put_s(b, " ] && \\builtin read -r __hs_st <");
 	put_path(d, b, "sh.saved");
-	put_s(b, "; \\builtin . ");
-	put_path(d, b, "sh.ret");
-	put_s(b, " \"${__hs_st#\\#}\"; } 2>/dev/null; \\builtin . ");
+	put_s(b, "; } 2>/dev/null && \\builtin . ");
 	put_path(d, b, "sh.xt");
-	put_s(b, "; fi\n");
+	put_s(b, " \"${__hs_st#\\#}\"\n");
 }
 
 static int write_file(struct hsr_daemon *d, const char *name, const void *p, size_t n)
@@ -725,6 +724,7 @@ static int shell_start(struct hsr_daemon *d, struct hsr_shell *sh)
 		put_path(d, &sh->feed, "sh.saved");
 		put_s(&sh->feed, "; } 2>/dev/null\n");
 	}
+	put_s(&sh->feed, "{ \\builtin unset ${!HS_*}; } 2>/dev/null\n");
 	put_trap(d, &sh->feed);
 	put_record(d, sh, &sh->feed, "0");
 	put_s(&sh->feed, "\n");
@@ -916,6 +916,9 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 		put_s(&rb, " >|");
 		put_path(d, &rb, sh->rec_name);
 		put_s(&rb, "\n\\builtin set +x\n");
+		/* HS_* configure hs, never the session: a nested hs of a later
+		 * command must not take an exported HS_CONFIG as its own. */
+		put_s(&rb, "\\builtin unset ${!HS_*}\n");
 		hsr_buf_put(&rb, fb.data, fb.len);
 		if (cwd && *cwd && sh->pwd[0]) {
 			put_s(&rb, "\\builtin cd -- ");
@@ -1129,6 +1132,7 @@ static void start_next(struct hsr_daemon *d)
 		fail_cmd(d, next, why);
 		return;
 	}
+	hsr_cmd_stdin_kick(next); /* what came while it waited */
 	feed_flush(sh);
 }
 
@@ -1169,6 +1173,9 @@ static void note_agent_trap(struct hsr_daemon *d, struct hsr_shell *sh, const ch
 	if (n < pl + sl || memcmp(line, pre, pl) || memcmp(line + n - sl, post, sl))
 		return; /* none, or not in the form bash prints */
 	hsr_buf_init(&t);
+	put_s(&t, "{ \\builtin . ");
+	put_path(d, &t, "sh.ret");
+	put_s(&t, " \"$1\"; } 2>/dev/null && { :; } 2>/dev/null\n");
 	for (size_t i = pl; i < n - sl; i++) {
 		if (line[i] == '\'' && i + 3 < n - sl + 1 && memcmp(line + i, "'\\''", 4) == 0) {
 			hsr_buf_put(&t, "'", 1);
@@ -1583,6 +1590,8 @@ void hsr_shell_stop(struct hsr_daemon *d, int sig)
 
 	if (!sh)
 		return;
+	/* The session ends: its shell's EXIT trap has no state to save. */
+	unlinkat(d->rd->dirfd, "sh.x", 0);
 	if (sh->pid > 0)
 		kill(sh->pid, sig == SIGKILL ? SIGKILL : SIGHUP);
 	signal_cmd_procs(d, sig, 1);
