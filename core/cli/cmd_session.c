@@ -86,8 +86,34 @@ close_session(struct hs_core *c, const char *name, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * What commands left running in the session shell (its background jobs),
+ * asked of the session's runner through an attach-only open: showing never
+ * creates an environment.  Returns the count (0 when the backend has no
+ * session shell or the environment is gone), or -1.
+ */
+static int
+shell_jobs(struct hs_core *c, const struct hs_record *r, struct hs_shell_job *jobs, size_t max)
+{
+	char err[1024] = "";
+	struct hs_backend *be = hs_core_backend(c, r->backend, err, sizeof(err));
+	if (!be || be->plugin.desc.abi_minor < 1)
+		return 0;
+	struct hs_env_spec spec = { .struct_size = sizeof(spec), .session = r->name,
+	                            .env_name = r->env_name,
+	                            .flags = (r->persistent ? HS_SPEC_PERSISTENT : 0) | HS_SPEC_ATTACH };
+	struct hs_conn cn;
+	if (hs_conn_open(&cn, be, &spec, err, sizeof(err)) != HS_OK)
+		return cn.open_status == HS_E_NOTFOUND ? 0 : -1;
+	int n = hs_conn_shell_jobs(&cn, jobs, max, err, sizeof(err));
+	hs_conn_close(&cn, 1, NULL, 0);
+	return n;
+}
+
+/* One record; with jobs (show), its session shell's jobs too. */
 static void
-print_record(const struct hs_record *r, int json, yajl_gen g)
+print_record(const struct hs_record *r, int json, yajl_gen g, const struct hs_shell_job *jobs,
+             int nj)
 {
 	if (json) {
 		yajl_gen_map_open(g);
@@ -99,12 +125,31 @@ print_record(const struct hs_record *r, int json, yajl_gen g)
 		hs_json_kint(g, "created", r->created);
 		hs_json_kint(g, "used", r->used);
 		hs_json_kbool(g, "persistent", r->persistent);
+		if (jobs) {
+			hs_json_key(g, "jobs");
+			yajl_gen_array_open(g);
+			for (int k = 0; k < nj; k++) {
+				char jn[32];
+				snprintf(jn, sizeof(jn), "s%llu", (unsigned long long)jobs[k].id);
+				yajl_gen_map_open(g);
+				hs_json_kstr(g, "job", jn);
+				hs_json_kbool(g, "running", jobs[k].alive);
+				hs_json_kint(g, "processes", jobs[k].procs);
+				hs_json_kstr(g, "command", jobs[k].command);
+				yajl_gen_map_close(g);
+			}
+			yajl_gen_array_close(g);
+		}
 		yajl_gen_map_close(g);
 	} else {
 		char when[32];
 		time_t t = (time_t)r->used;
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
 		printf("%-24s %-10s %-32s used %s\n", r->name, r->backend, r->env_name, when);
+		for (int k = 0; jobs && k < nj; k++)
+			printf("  job s%llu %-7s %u process%s  %s\n", (unsigned long long)jobs[k].id,
+			       jobs[k].alive ? "running" : "done", jobs[k].procs,
+			       jobs[k].procs == 1 ? "" : "es", jobs[k].command);
 	}
 }
 
@@ -157,7 +202,11 @@ hs_cmd_session(struct hs_core *c, int argc, char **argv)
 			return HS_EXIT_FAIL;
 		}
 		yajl_gen g = json ? hs_json_new() : NULL;
-		print_record(&r, json, g);
+		struct hs_shell_job jobs[64];
+		int nj = shell_jobs(c, &r, jobs, 64);
+		if (nj < 0)
+			hs_warn("session '%s': its runner could not be asked for jobs", name);
+		print_record(&r, json, g, jobs, nj < 0 ? 0 : nj);
 		if (g)
 			hs_json_emit(g, 1);
 		return 0;
@@ -203,7 +252,7 @@ hs_cmd_session(struct hs_core *c, int argc, char **argv)
 			}
 			continue;
 		}
-		print_record(&r, json, g);
+		print_record(&r, json, g, NULL, 0);
 	}
 	closedir(d);
 	if (g) {

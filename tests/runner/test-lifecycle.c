@@ -200,7 +200,7 @@ static void test_shutdown_unsupported(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct hsr_msg hello = { .type = HSR_F_HELLO, .vmin = 2, .vmax = 2, .str = "0.0.1",
+		struct hsr_msg hello = { .type = HSR_F_HELLO, .vmin = HSR_PROTO_MAX, .vmax = HSR_PROTO_MAX, .str = "0.0.1",
 					 .str_len = 5 };
 		uint8_t nonce_d[HSR_NONCE_LEN] = { 7 }, proof[HSR_SHA256_LEN];
 		struct hsr_msg auth = { .type = HSR_F_AUTH, .keyed = 1, .data = nonce_d,

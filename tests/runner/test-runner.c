@@ -65,7 +65,7 @@ static void test_hello(void **state)
 	ssize_t n;
 	int fd;
 
-	assert_int_equal(hsr_client_version(f->c), 2);
+	assert_int_equal(hsr_client_version(f->c), HSR_PROTO_MAX);
 	assert_string_equal(hsr_client_peer_version(f->c), HSR_VERSION);
 	assert_int_equal(strlen(hsr_client_instance(f->c)), 16); /* the daemon's instance */
 	assert_int_equal(hsr_client_ping(f->c, 0xfeedULL), 0);
@@ -86,7 +86,7 @@ static void test_hello(void **state)
 	close(fd);
 	waitpid(pid, NULL, 0);
 
-	/* A wider range meets on version 2. */
+	/* A wider range meets on the highest version (HSR_PROTO_MAX). */
 	fd = hsr_test_spawn_stream(argv, &pid);
 	m.vmin = 0;
 	m.vmax = 1000;
@@ -97,8 +97,8 @@ static void test_hello(void **state)
 	n = read(fd, buf, sizeof(buf));
 	assert_true(n > 13);
 	assert_int_equal(buf[4], HSR_F_HELLO);
-	assert_int_equal(buf[5], 2);
-	assert_int_equal(buf[9], 2);
+	assert_int_equal(buf[5], HSR_PROTO_MAX);
+	assert_int_equal(buf[9], HSR_PROTO_MAX);
 	close(fd);
 	waitpid(pid, NULL, 0);
 	hsr_buf_free(&b);
