@@ -47,6 +47,8 @@
 /* How often a running command is checked for a program left incomplete
  * (an open quote or heredoc: bash then waits for more of its input). */
 #define INCOMPLETE_CHECK_MS 100
+/* How long past the grace a stopped shell may take to save its state. */
+#define SHELL_SAVE_MS 5000
 /* Bounded log of what background jobs write after their command ended. */
 #define JOBLOG_MAX (8u * 1024u * 1024u)
 
@@ -114,6 +116,10 @@ struct hsr_shell {
 	struct joblog *logs;
 	struct hsr_buf last_a, last_b; /* sh.a and sh.b as last written */
 	struct bgjob *jobs;    /* newest first */
+	/* Bumped whenever the shell's descriptors change (a new record FIFO, a
+	 * shell gone or started): poll slots taken before are stale, since a
+	 * closed descriptor's number may already name a new one. */
+	unsigned gen, poll_gen;
 };
 
 static char *xstrdup(const char *s)
@@ -506,9 +512,9 @@ static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b)
 	put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
 		 "\\builtin trap -p; \\builtin umask -p; \\builtin shopt -p; "
 		 "\\builtin printf '\\\\builtin cd -- %q\\n' \"$PWD\"; "
-		 "for __hs_o in c d e f i l m n q r s t u v x; do "
-		 "\\builtin printf '\\\\builtin ulimit -S -%s %s\\n' \"$__hs_o\" "
-		 "\"$(\\builtin ulimit -S -\"$__hs_o\" 2>/dev/null)\"; done; "
+		 "while IFS= \\builtin read -r __hs_o; do __hs_f=${__hs_o##*\\(}; __hs_f=${__hs_f%%\\)*}; "
+		 "\\builtin printf '\\\\builtin ulimit -S -%s %s\\n' \"${__hs_f##*-}\" \"${__hs_o##* }\"; "
+		 "done <<<\"$(\\builtin ulimit -S -a)\"; "
 		 "for ((__hs_i=${#DIRSTACK[@]}-1; __hs_i>0; __hs_i--)); do "
 		 "\\builtin printf '\\\\builtin pushd -n -- %q\\n' \"$(\\builtin dirs -l +$__hs_i)\"; done; "
 		 "\\builtin printf '\\\\builtin set --'; \\builtin printf ' %q' \"$@\"; "
@@ -570,6 +576,7 @@ static int open_record(struct hsr_daemon *d, struct hsr_shell *sh)
 
 	/* One FIFO, opened afresh for each record (only the shell writes it,
 	 * and each record is read to its end). */
+	sh->gen++;
 	close_fd(&sh->rec_fd);
 	snprintf(sh->rec_name, sizeof(sh->rec_name), "sh.rec");
 	if (mkfifoat(d->rd->dirfd, sh->rec_name, 0600) < 0 && errno != EEXIST)
@@ -616,6 +623,7 @@ static void put_trap(struct hsr_daemon *d, struct hsr_buf *b)
 
 static void shell_reset(struct hsr_shell *sh)
 {
+	sh->gen++;
 	close_fd(&sh->in_fd);
 	close_fd(&sh->base_fd[1]);
 	close_fd(&sh->base_fd[2]);
@@ -894,7 +902,7 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	if (may_exec_program(text)) {
 		put_s(&fa, "{ \\builtin . ");
 		put_path(d, &fa, "sh.d");
-		put_s(&fa, "; \\builtin unset __hs_o __hs_i; } 2>/dev/null\n");
+		put_s(&fa, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>/dev/null\n");
 	}
 	if (cwd && *cwd) {
 		put_s(&fa, "\\builtin cd -- ");
@@ -1488,6 +1496,7 @@ int hsr_shell_pollfds(struct hsr_daemon *d, struct pollfd *pfd, int max)
 
 	if (!sh)
 		return 0;
+	sh->poll_gen = sh->gen;
 	if (n < max && sh->in_fd >= 0 && sh->feed_pos < sh->feed.len)
 		pfd[n++] = (struct pollfd){ .fd = sh->in_fd, .events = POLLOUT };
 	if (n < max && sh->rec_fd >= 0)
@@ -1520,6 +1529,10 @@ void hsr_shell_io(struct hsr_daemon *d, const struct pollfd *pfd, int n)
 	if (!sh)
 		return;
 	for (int i = 0; i < n; i++) {
+		/* A slot of descriptors that changed since the poll (the shell
+		 * died, a command started) is left for the next round. */
+		if (sh->gen != sh->poll_gen)
+			break;
 		if (!pfd[i].revents)
 			continue;
 		if (pfd[i].fd == sh->in_fd) {
@@ -1587,7 +1600,9 @@ int64_t hsr_shell_tick(struct hsr_daemon *d)
 	}
 	if (sh->killing) {
 		if (now >= sh->kill_at) {
-			if (sh->pid > 0) {
+			/* The command's processes go at the grace; the shell, still
+			 * writing its state on a slow machine, some seconds later. */
+			if (sh->pid > 0 && now >= sh->kill_at + SHELL_SAVE_MS) {
 				snprintf(sh->lost, sizeof(sh->lost), "the shell did not stop within the grace "
 					 "period and was killed; its state since the session started was lost");
 				kill(sh->pid, SIGKILL);
