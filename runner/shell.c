@@ -621,6 +621,29 @@ static void put_trap(struct hsr_daemon *d, struct hsr_buf *b)
 	hsr_buf_free(&t);
 }
 
+enum { SAVED_NONE, SAVED_AT_EXIT, SAVED_BEFORE };
+
+/* Whether sh.saved holds a whole state: the dump ends it with "#end", and
+ * one taken as a command began (see feed_cmd) has "#pre" after that. */
+static int saved_state(struct hsr_daemon *d)
+{
+	int fd = openat(d->rd->dirfd, "sh.saved", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char tail[11] = "";
+	off_t sz;
+	ssize_t n;
+
+	if (fd < 0)
+		return SAVED_NONE;
+	sz = lseek(fd, 0, SEEK_END);
+	n = sz >= 10 ? pread(fd, tail, 10, sz - 10) : sz >= 5 ? pread(fd, tail, 5, sz - 5) : -1;
+	close(fd);
+	if (n == 10 && memcmp(tail, "#end\n#pre\n", 10) == 0)
+		return SAVED_BEFORE;
+	if (n >= 5 && memcmp(tail + n - 5, "#end\n", 5) == 0)
+		return SAVED_AT_EXIT;
+	return SAVED_NONE;
+}
+
 static void shell_reset(struct hsr_shell *sh)
 {
 	sh->gen++;
@@ -642,19 +665,7 @@ static int shell_start(struct hsr_daemon *d, struct hsr_shell *sh)
 	int restore = 0;
 	pid_t pid;
 
-	/* A state file is only taken whole (the trap ends it with "#end"). */
-	{
-		int fd = openat(d->rd->dirfd, "sh.saved", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (fd >= 0) {
-			char tail[8] = "";
-			off_t sz = lseek(fd, 0, SEEK_END);
-
-			if (sz >= 5 && pread(fd, tail, 5, sz - 5) == 5 && memcmp(tail, "#end\n", 5) == 0)
-				restore = 1;
-			close(fd);
-		}
-	}
+	restore = saved_state(d) != SAVED_NONE;
 	int bo[2], be[2];
 
 	if (pipe2(bo, O_CLOEXEC) < 0)
@@ -897,11 +908,15 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 		put_path(d, &fa, "sh.s");
 		put_s(&fa, "\n");
 	}
-	/* A command that may replace the shell: the state as it starts is
-	 * saved first, so the next shell starts from it (see shell_died). */
-	if (may_exec_program(text)) {
+	/* A command that may replace the shell, or one that sets its own
+	 * traps (ours is lifted while it runs, so a signal ends the shell
+	 * unsaved): the state as it starts is saved first, so the next shell
+	 * starts from it (see shell_died). */
+	if (may_exec_program(text) || sh->trap_query) {
 		put_s(&fa, "{ \\builtin . ");
 		put_path(d, &fa, "sh.d");
+		put_s(&fa, " && \\builtin printf '#pre\\n' >>");
+		put_path(d, &fa, "sh.saved");
 		put_s(&fa, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>/dev/null\n");
 	}
 	if (cwd && *cwd) {
@@ -1350,18 +1365,12 @@ static void shell_died(struct hsr_daemon *d, int status)
 	/* What it wrote as it went (its EXIT trap, an error) is the command's. */
 	read_base(d, sh, 1);
 	read_base(d, sh, 2);
-	{
-		int fd = openat(d->rd->dirfd, "sh.saved", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (fd >= 0) {
-			char tail[8] = "";
-			off_t sz = lseek(fd, 0, SEEK_END);
-
-			saved = sz >= 5 && pread(fd, tail, 5, sz - 5) == 5 && memcmp(tail, "#end\n", 5) == 0;
-			close(fd);
-		}
-	}
-	if (!saved) {
+	saved = saved_state(d);
+	if (saved == SAVED_BEFORE && cmd)
+		snprintf(sh->lost, sizeof(sh->lost), "the shell ended while the command ran (it replaced "
+			 "the shell, or a signal came while its own traps were set); the next shell starts "
+			 "from the state as the command began");
+	if (saved == SAVED_NONE) {
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			snprintf(sh->lost, sizeof(sh->lost), "the shell was killed (SIGKILL); its state since "
 				 "the session started was lost");
@@ -1610,14 +1619,14 @@ int64_t hsr_shell_tick(struct hsr_daemon *d)
 			signal_cmd_procs(d, SIGKILL, 0);
 			if (sh->pid == 0 && sh->cur == cmd && signal_cmd_procs(d, 0, 0) == 0) {
 				finish(d, cmd);
-				return -1;
+				return 0; /* at once: the loop sends its EXIT as it starts over */
 			}
 			wake = now + 20;
 		} else {
 			/* The shell may be gone with processes of the command left. */
 			if (sh->pid == 0 && signal_cmd_procs(d, 0, 0) == 0) {
 				finish(d, cmd);
-				return -1;
+				return 0;
 			}
 			wake = sh->kill_at < now + 50 ? sh->kill_at : now + 50;
 		}
