@@ -248,7 +248,7 @@ def hs_env(base, home):
     env = {"PATH": STD_PATH, "HOME": home, "LANG": "C",
            "XDG_STATE_HOME": base + "/state", "XDG_CONFIG_HOME": base + "/config",
            "XDG_CACHE_HOME": base + "/cache", "XDG_RUNTIME_DIR": base + "/run"}
-    for k in ("DOCKER_HOST", "HS_RUNNER", "HS_PLUGIN_PATH", "top_builddir", "top_srcdir"):
+    for k in ("DOCKER_HOST", "HS_CONFIG", "HS_RUNNER", "HS_PLUGIN_PATH", "top_builddir", "top_srcdir"):
         if k in os.environ:
             env[k] = os.environ[k]
     return env
@@ -598,7 +598,7 @@ def main():
     ap.add_argument("--client", default="serve", choices=("serve", "run"),
                     help="drive hs through `hs serve` (default) or one `hs run -s NAME --json` per command "
                          "(approve mode: what the analyser cannot read, a syntax error, is denied)")
-    ap.add_argument("--backend", default="local", choices=("local", "docker"))
+    ap.add_argument("--backend", default="local", choices=("local", "docker", "ssh"))
     ap.add_argument("--isolate", action="store_true", help="local backend in its namespaces")
     ap.add_argument("--image", help="image for the docker backend")
     ap.add_argument("--start-cd", metavar="DIR",
