@@ -499,9 +499,9 @@ static void joblog_read(struct joblog *j)
 
 static const char ret_file[] = "\\builtin return \"$1\"\n";
 
-/* The EXIT trap's file: the whole state, as commands, into sh.saved.  The
+/* The dump (sh.d): the whole state, as commands, into sh.saved.  The
  * variables it uses are set after `declare -p` ran. */
-static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
+static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b)
 {
 	put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
 		 "\\builtin trap -p; \\builtin umask -p; \\builtin shopt -p; "
@@ -515,6 +515,14 @@ static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
 		 "\\builtin printf '\\n'; \\builtin set +o; \\builtin printf '#end\\n'; } >|");
 	put_path(d, b, "sh.saved");
 	put_s(b, " 2>/dev/null\n");
+}
+
+/* The EXIT trap's file (sh.x): the dump, then the session's own EXIT trap. */
+static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
+{
+	put_s(b, "\\builtin . ");
+	put_path(d, b, "sh.d");
+	put_s(b, "\n");
 	/* Then the session's own EXIT trap, if it set one, with $? as at exit
 	 * (sh.xt puts it back from its argument before the trap's code). */
 	put_s(b, "{ [ -r ");
@@ -788,9 +796,15 @@ static int shell_init(struct hsr_daemon *d, const struct hsr_exec_req *req)
 	{
 		struct hsr_buf x;
 
+		struct hsr_buf dump;
+
 		hsr_buf_init(&x);
+		hsr_buf_init(&dump);
 		put_exit_file(d, &x);
-		if (x.failed || write_file(d, "sh.x", x.data, x.len) < 0 ||
+		put_dump_file(d, &dump);
+		int bad = dump.failed || write_file(d, "sh.d", dump.data, dump.len) < 0;
+		hsr_buf_free(&dump);
+		if (bad || x.failed || write_file(d, "sh.x", x.data, x.len) < 0 ||
 		    write_file(d, "sh.ret", ret_file, sizeof(ret_file) - 1) < 0) {
 			hsr_buf_free(&x);
 			return -1;
@@ -801,6 +815,26 @@ static int shell_init(struct hsr_daemon *d, const struct hsr_exec_req *req)
 }
 
 /* ---- commands ---- */
+
+/* Returns 1 when text may run `exec PROGRAM`, which replaces the shell
+ * without its EXIT trap: `exec` as a word followed by something other than
+ * a redirection (exec >file, exec 3<&-) or nothing. */
+static int may_exec_program(const char *text)
+{
+	for (const char *p = strstr(text, "exec"); p; p = strstr(p + 4, "exec")) {
+		const char *q = p + 4;
+
+		if (p != text && !strchr(" \t\n;&|({!", p[-1]))
+			continue;
+		if (*q != ' ' && *q != '\t')
+			continue;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (*q && !strchr("<>&0123456789{;|)\n#", *q))
+			return 1;
+	}
+	return 0;
+}
 
 /* Appends "NAME" of the per-command variable "NAME=VALUE" to b; returns
  * the value, or NULL when the entry is not NAME=VALUE. */
@@ -854,6 +888,13 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 		put_s(&fa, ">|");
 		put_path(d, &fa, "sh.s");
 		put_s(&fa, "\n");
+	}
+	/* A command that may replace the shell: the state as it starts is
+	 * saved first, so the next shell starts from it (see shell_died). */
+	if (may_exec_program(text)) {
+		put_s(&fa, "{ \\builtin . ");
+		put_path(d, &fa, "sh.d");
+		put_s(&fa, "; \\builtin unset __hs_o __hs_i; } 2>/dev/null\n");
 	}
 	if (cwd && *cwd) {
 		put_s(&fa, "\\builtin cd -- ");
@@ -1256,6 +1297,8 @@ static void record_done(struct hsr_daemon *d, struct hsr_shell *sh)
 		return;
 	}
 	parse_record(d, sh);
+	/* A dump taken before a command that might exec is stale now. */
+	unlinkat(d->rd->dirfd, "sh.saved", 0);
 	if (sh->cur && !sh->killing) {
 		struct hsr_cmd *cmd = sh->cur;
 
