@@ -1,0 +1,4 @@
+# SPDX-License-Identifier: MIT
+# hs mcp: the Model Context Protocol server (stdio).
+core_hs_SOURCES += core/mcp/cmd_mcp.c core/mcp/mcp-tools.c core/mcp/mcp.h
+dist_man_MANS += man/hs-mcp.1
