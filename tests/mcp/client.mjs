@@ -4,6 +4,7 @@
 // denial, sessions, and nothing left running once the client closes.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -46,6 +47,27 @@ function ours() {
 		}
 	}
 	return pids;
+}
+
+// Raw lines to a bare `hs mcp` (what no SDK client sends): the replies, one per line.
+async function raw(lines) {
+	const p = spawn(HS, ["mcp"], { env, stdio: ["pipe", "pipe", "inherit"] });
+	let out = "";
+	p.stdout.on("data", (d) => { out += d; });
+	const done = new Promise((r) => p.on("close", r));
+	p.stdin.end(lines.join("\n") + "\n");
+	await done;
+	return out.split("\n").filter((l) => l).map((l) => JSON.parse(l));
+}
+
+// Poll until no process of the test is left (30 s at most); the ones left.
+async function settle() {
+	let left = ours();
+	for (let i = 0; i < 300 && left.length; i++) {
+		await sleep(100);
+		left = ours();
+	}
+	return left.map((p) => { try { return fs.readFileSync(`/proc/${p}/cmdline`, "utf8"); } catch { return p; } });
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -110,13 +132,58 @@ try {
 	check("background left", r.structuredContent?.stdout === "started\n", r);
 	check("processes of the test exist while connected", ours().length > 0, ours());
 	await client.close();
-	let left = ours();
-	for (let i = 0; i < 300 && left.length; i++) {
+	let left = await settle();
+	check("nothing left running after close", left.length === 0, left);
+
+	// SIGTERM while a command runs: it is stopped and the session closed.
+	const t = new StdioClientTransport({ command: HS, args: ["mcp"], env, stderr: "inherit" });
+	const term = new Client({ name: "hs-test", version: "1.0.0" });
+	await term.connect(t);
+	const pending = run(term, { command: "sleep 300" }).catch((e) => e);
+	const sleeping = () => ours().some((p) => {
+		try { return fs.readFileSync(`/proc/${p}/cmdline`, "utf8") === "sleep\u0000300\u0000"; } catch { return false; }
+	});
+	for (let i = 0; i < 300 && !sleeping(); i++)
 		await sleep(100);
-		left = ours();
-	}
-	check("nothing left running after close", left.length === 0,
-	      left.map((p) => { try { return fs.readFileSync(`/proc/${p}/cmdline`, "utf8"); } catch { return p; } }));
+	check("the command runs before SIGTERM", sleeping(), ours());
+	process.kill(t.pid, "SIGTERM");
+	await pending;
+	left = await settle();
+	check("nothing left running after SIGTERM", left.length === 0, left);
+	await term.close();
+
+	// A backend that cannot be loaded: the run is isError with one line, the server goes on.
+	const bad = await connect(["--backend", "no-such-backend"]);
+	r = await run(bad, { command: "true" });
+	check("backend failure is isError", r.isError === true && r.content[0].text.length > 0 &&
+	      !r.content[0].text.includes("\n"), r);
+	r = await bad.callTool({ name: "check", arguments: { command: "ls" } });
+	check("server goes on after a failure", r.structuredContent?.verdict === "allow", r);
+	await bad.close();
+
+	// The protocol errors and version negotiation.
+	const init = (v) => JSON.stringify({ jsonrpc: "2.0", id: v, method: "initialize",
+		params: { protocolVersion: v, capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+	const rep = await raw([init("2025-06-18"), init("2025-11-25"), init("1999-01-01"), "{not json",
+		JSON.stringify({ jsonrpc: "1.0", id: 5, method: "ping" }), JSON.stringify([1]),
+		JSON.stringify({ jsonrpc: "2.0", id: 6, method: "no/such" }),
+		JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { arguments: {} } }),
+		JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "nope" } }),
+		JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+		JSON.stringify({ jsonrpc: "2.0", id: "p", method: "ping" })]);
+	const byId = (id) => rep.find((x) => x.id === id);
+	check("negotiates 2025-06-18", byId("2025-06-18")?.result?.protocolVersion === "2025-06-18", rep);
+	check("negotiates 2025-11-25", byId("2025-11-25")?.result?.protocolVersion === "2025-11-25", rep);
+	check("unknown version gets 2025-06-18", byId("1999-01-01")?.result?.protocolVersion === "2025-06-18", rep);
+	const codes = rep.filter((x) => x.id === null).map((x) => x.error?.code);
+	check("parse error -32700 and invalid -32600 with id null",
+	      JSON.stringify(codes) === JSON.stringify([-32700, -32600]), rep);
+	check("wrong jsonrpc version -32600", byId(5)?.error?.code === -32600, rep);
+	check("unknown method -32601", byId(6)?.error?.code === -32601, rep);
+	check("tools/call without name -32602", byId(7)?.error?.code === -32602, rep);
+	check("unknown tool -32602", byId(8)?.error?.code === -32602, rep);
+	check("ping after errors, notification unanswered", byId("p")?.result !== undefined &&
+	      rep.length === 10, rep);
 
 	// --approval deny: a command that needs approval is refused (isError).
 	const denied = await connect(["--approval", "deny"]);
