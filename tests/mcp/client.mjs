@@ -4,7 +4,7 @@
 // denial, sessions, and nothing left running once the client closes.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -134,6 +134,17 @@ try {
 	await client.close();
 	let left = await settle();
 	check("nothing left running after close", left.length === 0, left);
+	const listing = () => spawnSync(HS, ["session", "list"], { env, encoding: "utf8" }).stdout;
+	check("hs session list agrees", !/mcp-/.test(listing()), listing());
+
+	// A persistent session outlives the connection (its record stays).
+	const keep = await connect([]);
+	r = await keep.callTool({ name: "session_open", arguments: { session: "mcp-test-keep", persistent: true } });
+	check("persistent session_open", r.structuredContent?.persistent === true, r);
+	await keep.close();
+	check("persistent session kept", /mcp-test-keep/.test(listing()), listing());
+	spawnSync(HS, ["session", "close", "mcp-test-keep"], { env });
+	check("persistent session closed by hs session close", !/mcp-test-keep/.test(listing()), listing());
 
 	// SIGTERM while a command runs: it is stopped and the session closed.
 	const t = new StdioClientTransport({ command: HS, args: ["mcp"], env, stderr: "inherit" });
