@@ -32,6 +32,8 @@
 /* A message longer than this is refused (it cannot be a sane tool call). */
 #define MCP_MAX_LINE (16u << 20)
 
+/* The protocol's stdout, private: fd 1 itself points at stderr while serving. */
+static int out_fd = 1;
 static volatile sig_atomic_t stop_requested;
 static int stop_pipe[2] = { -1, -1 };
 
@@ -232,7 +234,7 @@ static void
 reply_end(yajl_gen g)
 {
 	yajl_gen_map_close(g);
-	hs_json_emit(g, 1);
+	hs_json_emit(g, out_fd);
 }
 
 static void
@@ -433,6 +435,14 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 		return HS_EXIT_FAIL;
 	}
 	m.cancel_fd = stop_pipe[0];
+	/* Only replies on the protocol stream: whatever a library or a started
+	 * process (a runner, a backend's tool) writes to fd 1 goes to stderr, and
+	 * nothing that outlives a command holds the client's pipe open. */
+	out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	if (out_fd < 0 || dup2(2, 1) < 0) {
+		hs_die_msg("cannot set up stdout: %s", strerror(errno));
+		return HS_EXIT_FAIL;
+	}
 	snprintf(m.default_name, sizeof(m.default_name), "mcp-%ld-default", (long)getpid());
 
 	/* No SA_RESTART: a stop interrupts the read of the next message. */

@@ -54,9 +54,12 @@ async function raw(lines) {
 	const p = spawn(HS, ["mcp"], { env, stdio: ["pipe", "pipe", "inherit"] });
 	let out = "";
 	p.stdout.on("data", (d) => { out += d; });
-	const done = new Promise((r) => p.on("close", r));
+	// "close" comes once stdout is at EOF: nothing left behind may hold it open.
+	let closed = false;
+	const done = new Promise((r) => p.on("close", () => { closed = true; r(); }));
 	p.stdin.end(lines.join("\n") + "\n");
-	await done;
+	await Promise.race([done, sleep(30000)]);
+	check("stdout closed when hs mcp ends", closed, out);
 	return out.split("\n").filter((l) => l).map((l) => JSON.parse(l));
 }
 
@@ -70,6 +73,7 @@ async function settle() {
 	return left.map((p) => { try { return fs.readFileSync(`/proc/${p}/cmdline`, "utf8"); } catch { return p; } });
 }
 
+const byIdIn = (rep, id) => rep.find((x) => x.id === id);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const run = (client, args) => client.callTool({ name: "run", arguments: args });
 
@@ -181,8 +185,14 @@ try {
 		JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { arguments: {} } }),
 		JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "nope" } }),
 		JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
-		JSON.stringify({ jsonrpc: "2.0", id: "p", method: "ping" })]);
-	const byId = (id) => rep.find((x) => x.id === id);
+		JSON.stringify({ jsonrpc: "2.0", id: "p", method: "ping" }),
+		JSON.stringify({ jsonrpc: "2.0", id: "o", method: "tools/call", params: { name: "session_open",
+			arguments: { session: "mcp-test-raw", persistent: true } } }),
+		JSON.stringify({ jsonrpc: "2.0", id: "r", method: "tools/call", params: { name: "run",
+			arguments: { session: "mcp-test-raw", command: "echo raw" } } })]);
+	spawnSync(HS, ["session", "close", "mcp-test-raw"], { env });
+	check("raw run in a persistent session", byIdIn(rep, "r")?.result?.structuredContent?.stdout === "raw\n", rep);
+	const byId = (id) => byIdIn(rep, id);
 	check("negotiates 2025-06-18", byId("2025-06-18")?.result?.protocolVersion === "2025-06-18", rep);
 	check("negotiates 2025-11-25", byId("2025-11-25")?.result?.protocolVersion === "2025-11-25", rep);
 	check("unknown version gets 2025-06-18", byId("1999-01-01")?.result?.protocolVersion === "2025-06-18", rep);
@@ -194,7 +204,7 @@ try {
 	check("tools/call without name -32602", byId(7)?.error?.code === -32602, rep);
 	check("unknown tool -32602", byId(8)?.error?.code === -32602, rep);
 	check("ping after errors, notification unanswered", byId("p")?.result !== undefined &&
-	      rep.length === 10, rep);
+	      rep.length === 12, rep);
 
 	// --approval deny: a command that needs approval is refused (isError).
 	const denied = await connect(["--approval", "deny"]);
