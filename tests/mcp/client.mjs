@@ -106,6 +106,14 @@ try {
 	r = await run(client, { command: "pwd" });
 	check("state kept across runs", r.structuredContent?.stdout === `${tmp}/work\n`, r);
 
+	r = await run(client, { command: "sleep 60", timeout: 1 });
+	check("timeout", !r.isError && r.structuredContent?.timed_out === true &&
+	      r.structuredContent?.exit_code === 124, r);
+	r = await run(client, { command: "pwd", cwd: "/" });
+	check("cwd", r.structuredContent?.stdout === "/\n", r);
+	r = await run(client, { command: "echo x", timeout: -1 });
+	check("bad timeout is isError", r.isError === true, r);
+
 	r = await run(client, { command: "cat", stdin: "from stdin" });
 	check("stdin", r.structuredContent?.stdout === "from stdin", r);
 
