@@ -27,6 +27,7 @@ usage(FILE *f)
 	        "commands:\n"
 	        "  run [OPTIONS] -- COMMAND...   run one command (in a session with -s)\n"
 	        "  serve                         JSON lines on stdin/stdout for agent runtimes\n"
+	        "  mcp                           Model Context Protocol server on stdin/stdout\n"
 	        "  backends [--json] [--deep]    list backends: ready, unavailable or refused\n"
 	        "  check [--json] [--context host|sandbox] -- COMMAND\n"
 	        "                                the safety verdict, without running anything\n"
@@ -49,6 +50,7 @@ static const struct {
 } commands[] = {
 	{ "run", hs_cmd_run },
 	{ "serve", hs_cmd_serve },
+	{ "mcp", hs_cmd_mcp },
 	{ "backends", hs_cmd_backends },
 	{ "check", hs_cmd_check },
 	{ "mounts", hs_cmd_mounts },

@@ -30,6 +30,7 @@ int hs_cmd_backends(struct hs_core *c, int argc, char **argv);
 int hs_cmd_plugin_check(struct hs_core *c, int argc, char **argv);
 int hs_cmd_run(struct hs_core *c, int argc, char **argv);
 int hs_cmd_serve(struct hs_core *c, int argc, char **argv);
+int hs_cmd_mcp(struct hs_core *c, int argc, char **argv);
 int hs_cmd_check(struct hs_core *c, int argc, char **argv);
 int hs_cmd_mounts(struct hs_core *c, int argc, char **argv);
 int hs_cmd_session(struct hs_core *c, int argc, char **argv);

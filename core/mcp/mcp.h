@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mcp.h - `hs mcp`: a Model Context Protocol server on stdio over the
+ * session pipeline (core/pipeline.h).  cmd_mcp.c speaks JSON-RPC and lists
+ * the tools; mcp-tools.c runs them.
+ */
+#ifndef HS_MCP_H
+#define HS_MCP_H
+
+#include <stddef.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/pipeline.h"
+
+#define HS_MCP_MAX_SESSIONS 16
+
+/* A session this connection opened; shown is the client's name for it. */
+struct hs_mcp_sess {
+	char shown[65];
+	int used;
+	struct hs_session hs;
+};
+
+/* One connection: the core, its settings and the sessions it opened. */
+struct hs_mcp {
+	struct hs_core *c;
+	const char *backend;   /* --backend; NULL: the configured one */
+	int mode;              /* resolved approval mode */
+	int cancel_fd;         /* readable when SIGTERM asks running commands to stop */
+	char default_name[65]; /* the real name of the "default" session */
+	struct hs_mcp_sess sess[HS_MCP_MAX_SESSIONS];
+};
+
+/*
+ * Run tool name with args (an object or NULL): 0 with the structured result
+ * written as one map into out, 1 for an unknown tool, -1 when hs itself
+ * failed (denied, backend down, bad arguments) with a one-line err.
+ */
+int hs_mcp_tool_call(struct hs_mcp *m, const char *name, yajl_val args, yajl_gen out, char *err,
+                     size_t errlen);
+
+/* Non-zero once SIGTERM, SIGINT or SIGHUP asked the server to stop. */
+int hs_mcp_stopping(void);
+
+/* Close every session of the connection (persistent ones keep their environment). */
+void hs_mcp_close_all(struct hs_mcp *m);
+
+#endif /* HS_MCP_H */
