@@ -3,17 +3,26 @@
  * cmd_mcp.c - `hs mcp`: JSON-RPC 2.0, one message a line on stdin/stdout
  * (MCP's stdio transport).  stdout carries replies only; logs go to stderr.
  * Methods: initialize, ping, tools/list, tools/call; notifications are
- * taken and not answered.
+ * taken and not answered (notifications/cancelled stops a call).
+ *
+ * The main thread reads: it answers initialize, ping and tools/list at once,
+ * routes the client's answers to our elicitation requests and takes cancels,
+ * while one worker thread runs the tools/call requests in order.  Lines go
+ * out whole under one mutex.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/safety/approval.h"
@@ -22,12 +31,15 @@
 #include "core/core.h"
 #include "core/json.h"
 #include "core/mcp/mcp.h"
+#include "core/safety/prompt.h"
 #include "core/serve/serve-req.h"
+#include "core/shell.h"
 
 #define RPC_PARSE (-32700)
 #define RPC_INVALID (-32600)
 #define RPC_NO_METHOD (-32601)
 #define RPC_PARAMS (-32602)
+#define RPC_BUSY (-32000)
 
 /* A message longer than this is refused (it cannot be a sane tool call). */
 #define MCP_MAX_LINE (16u << 20)
@@ -205,18 +217,42 @@ tools_json(yajl_gen g)
 	yajl_gen_array_close(g);
 }
 
-/* --- JSON-RPC ----------------------------------------------------------- */
+/* --- the protocol stream ------------------------------------------------ */
+
+/* Whole lines, one writer at a time: replies from the reader and the worker,
+ * progress notifications and elicitation requests all go out through here. */
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void
-gen_id(yajl_gen g, yajl_val id)
+emit(yajl_gen g)
 {
-	hs_json_key(g, "id");
+	pthread_mutex_lock(&out_mu);
+	hs_json_emit(g, out_fd);
+	pthread_mutex_unlock(&out_mu);
+}
+
+static void
+gen_id(yajl_gen g, const char *key, yajl_val id)
+{
+	hs_json_key(g, key);
 	if (id && YAJL_IS_STRING(id))
 		hs_json_str(g, YAJL_GET_STRING(id));
 	else if (id && YAJL_IS_INTEGER(id))
 		yajl_gen_integer(g, YAJL_GET_INTEGER(id));
 	else
 		yajl_gen_null(g);
+}
+
+/* 1 when a and b are the same request id (a string or an integer). */
+static int
+same_id(yajl_val a, yajl_val b)
+{
+	if (!a || !b)
+		return 0;
+	const char *sa = YAJL_GET_STRING(a), *sb = YAJL_GET_STRING(b);
+	if (sa || sb)
+		return sa && sb && !strcmp(sa, sb);
+	return YAJL_IS_INTEGER(a) && YAJL_IS_INTEGER(b) && YAJL_GET_INTEGER(a) == YAJL_GET_INTEGER(b);
 }
 
 /* Start a reply to id: {"jsonrpc":"2.0","id":ID, (the caller adds result or error). */
@@ -226,7 +262,7 @@ reply_start(yajl_val id)
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
 	hs_json_kstr(g, "jsonrpc", "2.0");
-	gen_id(g, id);
+	gen_id(g, "id", id);
 	return g;
 }
 
@@ -234,7 +270,7 @@ static void
 reply_end(yajl_gen g)
 {
 	yajl_gen_map_close(g);
-	hs_json_emit(g, out_fd);
+	emit(g);
 }
 
 static void
@@ -249,6 +285,327 @@ reply_error(yajl_val id, int code, const char *msg)
 	reply_end(g);
 }
 
+/* Start a message of ours, method with its "params" map left open (id NULL: a notification). */
+static yajl_gen
+message_start(const char *id, const char *method)
+{
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	hs_json_kstr(g, "jsonrpc", "2.0");
+	if (id)
+		hs_json_kstr(g, "id", id);
+	hs_json_kstr(g, "method", method);
+	hs_json_key(g, "params");
+	yajl_gen_map_open(g);
+	return g;
+}
+
+static void
+message_end(yajl_gen g)
+{
+	yajl_gen_map_close(g);
+	yajl_gen_map_close(g);
+	emit(g);
+}
+
+/* --- the worker's state -------------------------------------------------- */
+
+/* A tools/call waiting for the worker or running on it (root owns id and params). */
+struct call {
+	yajl_val root, id, params;
+	struct call *next;
+};
+
+/* Bytes of a running command's output kept for progress messages. */
+#define MCP_TAIL 1024
+/* Calls that may wait behind the running one before more are refused. */
+#define MCP_QUEUE_MAX 64
+/* At most one progress notification this often; one at least every MCP_BEAT_MS. */
+#define MCP_PROGRESS_MS 250
+#define MCP_BEAT_MS 1000
+
+/* What the reader and the worker share, under mu. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t queue_cv;   /* the worker: a call queued, or the end */
+	pthread_cond_t answer_cv;  /* the asker: an answer, a cancel, or the end */
+	struct call *head, *tail;
+	size_t queued;
+	int eof;                   /* no more requests will come */
+	struct call *running;
+	int cancelled;             /* the client cancelled running (notifications/cancelled) */
+	int cancel_pipe[2];        /* a byte here wakes the running command's exec loop */
+	int elicit;                /* the client declared the elicitation capability */
+	int64_t ask_timeout_ms;
+	unsigned asks;
+	char ask_id[32];           /* our elicitation waiting for its answer; "": none */
+	int ask_answer;            /* enum hs_decision; -1 not yet */
+	/* Progress of the running call, when it gave a progressToken. */
+	yajl_val token;
+	int64_t start_ms, sent_ms;
+	uint64_t total, sent_total;
+	char last[MCP_TAIL];       /* the output's last bytes */
+	size_t last_len;
+} R = {
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.queue_cv = PTHREAD_COND_INITIALIZER,
+	.answer_cv = PTHREAD_COND_INITIALIZER,
+	.cancel_pipe = { -1, -1 },
+	.ask_timeout_ms = 120000,
+};
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wake the running command's exec loop (R.mu held or not: a pipe write). */
+static void
+poke_running(void)
+{
+	if (write(R.cancel_pipe[1], "c", 1) < 0) {
+		/* Full: a wake-up is already pending. */
+	}
+}
+
+/* --- progress ------------------------------------------------------------ */
+
+/* The tail of the output as message text: whole UTF-8 characters, else escaped. */
+static void
+gen_tail(yajl_gen g, const char *buf, size_t len)
+{
+	size_t skip = 0;
+	while (skip < len && skip < 3 && ((unsigned char)buf[skip] & 0xc0) == 0x80)
+		skip++;
+	buf += skip;
+	len -= skip;
+	if (hs_utf8_valid(buf, len)) {
+		yajl_gen_string(g, (const unsigned char *)buf, len);
+		return;
+	}
+	char esc[4 * MCP_TAIL + 1];
+	size_t n = hs_prompt_escape(buf, len, esc, sizeof(esc));
+	yajl_gen_string(g, (const unsigned char *)esc, n);
+}
+
+/*
+ * The progress notification due now, or NULL (R.mu held): at most one each
+ * MCP_PROGRESS_MS, and only for new output unless MCP_BEAT_MS went by.
+ * progress is the seconds the command has run; message the output's tail.
+ */
+static yajl_gen
+progress_due(void)
+{
+	if (!R.token)
+		return NULL;
+	int64_t now = now_ms();
+	if (now - R.sent_ms < MCP_PROGRESS_MS || (R.total == R.sent_total && now - R.sent_ms < MCP_BEAT_MS))
+		return NULL;
+	R.sent_ms = now;
+	R.sent_total = R.total;
+
+	yajl_gen g = message_start(NULL, "notifications/progress");
+	hs_json_key(g, "progressToken");
+	if (YAJL_IS_STRING(R.token))
+		hs_json_str(g, YAJL_GET_STRING(R.token));
+	else
+		yajl_gen_integer(g, YAJL_GET_INTEGER(R.token));
+	char num[32];
+	int n = snprintf(num, sizeof(num), "%.3f", (double)(now - R.start_ms) / 1000.0);
+	hs_json_key(g, "progress");
+	yajl_gen_number(g, num, (size_t)n);
+	hs_json_key(g, "message");
+	if (R.last_len)
+		gen_tail(g, R.last, R.last_len);
+	else
+		hs_json_str(g, "running, no output yet");
+	return g;
+}
+
+void
+hs_mcp_progress(struct hs_mcp *m, const void *buf, size_t len)
+{
+	(void)m;
+	pthread_mutex_lock(&R.mu);
+	R.total += len;
+	if (R.token) {
+		if (len >= MCP_TAIL) {
+			memcpy(R.last, (const char *)buf + len - MCP_TAIL, MCP_TAIL);
+			R.last_len = MCP_TAIL;
+		} else {
+			size_t keep = R.last_len + len > MCP_TAIL ? MCP_TAIL - len : R.last_len;
+			memmove(R.last, R.last + R.last_len - keep, keep);
+			memcpy(R.last + keep, buf, len);
+			R.last_len = keep + len;
+		}
+	}
+	yajl_gen g = progress_due();
+	pthread_mutex_unlock(&R.mu);
+	if (g)
+		message_end(g);
+}
+
+int
+hs_mcp_call_cancelled(struct hs_mcp *m)
+{
+	(void)m;
+	char buf[16];
+	while (read(R.cancel_pipe[0], buf, sizeof(buf)) > 0) {
+		/* Drained: the flags below say what the bytes meant. */
+	}
+	pthread_mutex_lock(&R.mu);
+	int c = R.cancelled || stop_requested;
+	/* Called at least once a second while a command runs: a heartbeat. */
+	yajl_gen g = c ? NULL : progress_due();
+	pthread_mutex_unlock(&R.mu);
+	if (g)
+		message_end(g);
+	return c;
+}
+
+/* --- approval by elicitation --------------------------------------------- */
+
+/* The question: the command as it would run (control characters escaped) and the rules. */
+static char *
+ask_message(const char *command, const struct hs_analysis *a)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	size_t cl = strlen(command);
+	char *esc = malloc(4 * cl + 1);
+	if (esc)
+		hs_prompt_escape(command, cl, esc, 4 * cl + 1);
+	fprintf(f, "hs: this command needs your approval before it runs in the sandbox:\n\n    %s\n\n"
+	        "It matched:\n", esc ? esc : "(out of memory)");
+	free(esc);
+	for (size_t i = 0; i < a->n_findings; i++)
+		fprintf(f, "  - %s: %s\n", a->findings[i].rule_id, a->findings[i].description);
+	if (a->opaque)
+		fprintf(f, "  - opaque: %s\n", a->opaque_reason);
+	fprintf(f, "\nonce: run it this time; session: allow these rules for this session; "
+	        "always: add them to the allow list; deny: do not run it.");
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* elicitation/create for a command in ask mode; the answer as an enum hs_decision. */
+static int
+elicit_ask(void *ctx, const char *command, const struct hs_analysis *a)
+{
+	static const char *const choices[] = { "once", "session", "always", "deny" };
+	static const char *const names[] = { "Run it once", "Allow for this session",
+		                             "Always allow (allow list)", "Deny" };
+	char id[32];
+	(void)ctx;
+
+	char *text = ask_message(command, a);
+	if (!text)
+		return HS_DECIDE_DENY;
+	pthread_mutex_lock(&R.mu);
+	if (R.eof || R.cancelled || stop_requested) {
+		pthread_mutex_unlock(&R.mu);
+		free(text);
+		return HS_DECIDE_DENY; /* nobody left to answer */
+	}
+	snprintf(R.ask_id, sizeof(R.ask_id), "hs-elicit-%u", ++R.asks);
+	snprintf(id, sizeof(id), "%s", R.ask_id);
+	R.ask_answer = -1;
+	pthread_mutex_unlock(&R.mu);
+
+	yajl_gen g = message_start(id, "elicitation/create");
+	hs_json_kstr(g, "message", text);
+	free(text);
+	hs_json_key(g, "requestedSchema");
+	yajl_gen_map_open(g);
+	hs_json_kstr(g, "type", "object");
+	hs_json_key(g, "properties");
+	yajl_gen_map_open(g);
+	hs_json_key(g, "decision");
+	yajl_gen_map_open(g);
+	hs_json_kstr(g, "type", "string");
+	hs_json_kstr(g, "title", "Decision");
+	hs_json_kstr(g, "description", "Whether the command may run, and for how long");
+	hs_json_key(g, "enum");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < 4; i++)
+		hs_json_str(g, choices[i]);
+	yajl_gen_array_close(g);
+	hs_json_key(g, "enumNames");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < 4; i++)
+		hs_json_str(g, names[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	yajl_gen_map_close(g);
+	hs_json_key(g, "required");
+	yajl_gen_array_open(g);
+	hs_json_str(g, "decision");
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	message_end(g);
+
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += R.ask_timeout_ms / 1000;
+	dl.tv_nsec += (R.ask_timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&R.mu);
+	int timed_out = 0;
+	while (R.ask_answer < 0 && !R.eof && !R.cancelled && !stop_requested && !timed_out)
+		timed_out = pthread_cond_timedwait(&R.answer_cv, &R.mu, &dl) == ETIMEDOUT;
+	int d = R.ask_answer;
+	int gone = R.eof || stop_requested;
+	R.ask_id[0] = '\0';
+	pthread_mutex_unlock(&R.mu);
+	if (d < 0 && !gone) {
+		/* Withdraw the question: nobody answered in time, or the call was cancelled. */
+		yajl_gen n = message_start(NULL, "notifications/cancelled");
+		hs_json_kstr(n, "requestId", id);
+		hs_json_kstr(n, "reason", timed_out ? "no answer in time: denied" : "the tool call was cancelled");
+		message_end(n);
+		if (timed_out)
+			hs_warn("approval asked by elicitation got no answer in %lld ms: denied",
+			        (long long)R.ask_timeout_ms);
+	}
+	return d < 0 ? HS_DECIDE_DENY : d;
+}
+
+static const struct hs_asker elicit_asker = { NULL, elicit_ask, "elicitation" };
+
+/* A response to a request of ours: the answer to the elicitation waiting, if it is one. */
+static void
+take_response(yajl_val root, yajl_val id)
+{
+	const char *sid = YAJL_GET_STRING(id);
+	if (!sid)
+		return;
+	pthread_mutex_lock(&R.mu);
+	if (R.ask_id[0] && !strcmp(R.ask_id, sid)) {
+		/* accept with a choice decides; decline, cancel, an error or no choice deny. */
+		yajl_val res = hs_serve_val(root, "result");
+		const char *action = hs_serve_str(res, "action");
+		const char *choice = hs_serve_str(hs_serve_val(res, "content"), "decision");
+		int d = action && !strcmp(action, "accept") && choice ? hs_decision_parse(choice) : -1;
+		R.ask_answer = d < 0 ? HS_DECIDE_DENY : d;
+		pthread_cond_broadcast(&R.answer_cv);
+	}
+	pthread_mutex_unlock(&R.mu);
+}
+
+/* --- requests ------------------------------------------------------------ */
+
 static void
 do_initialize(yajl_val id, yajl_val params)
 {
@@ -256,6 +613,15 @@ do_initialize(yajl_val id, yajl_val params)
 	const char *ver = "2025-06-18";
 	if (asked && (!strcmp(asked, "2025-06-18") || !strcmp(asked, "2025-11-25")))
 		ver = asked;
+	yajl_val caps = hs_serve_val(params, "capabilities");
+	yajl_val el = hs_serve_val(caps, "elicitation");
+	/* An empty elicitation object means form mode; a list of modes must name form. */
+	int form = el && YAJL_IS_OBJECT(el) &&
+	           (YAJL_GET_OBJECT(el)->len == 0 || hs_serve_val(el, "form") != NULL);
+	pthread_mutex_lock(&R.mu);
+	R.elicit = form;
+	pthread_mutex_unlock(&R.mu);
+
 	yajl_gen g = reply_start(id);
 	hs_json_key(g, "result");
 	yajl_gen_map_open(g);
@@ -278,7 +644,10 @@ do_initialize(yajl_val id, yajl_val params)
 	reply_end(g);
 }
 
-/* tools/call: a tool's failure is a result with isError, never a JSON-RPC error. */
+/*
+ * tools/call, on the worker: a tool's failure is a result with isError,
+ * never a JSON-RPC error.  A call the client cancelled gets no reply.
+ */
 static void
 do_call(struct hs_mcp *m, yajl_val id, yajl_val params)
 {
@@ -292,6 +661,13 @@ do_call(struct hs_mcp *m, yajl_val id, yajl_val params)
 	}
 	yajl_gen out = hs_json_new();
 	int rc = hs_mcp_tool_call(m, name, args, out, err, sizeof(err));
+	pthread_mutex_lock(&R.mu);
+	int cancelled = R.cancelled;
+	pthread_mutex_unlock(&R.mu);
+	if (cancelled) {
+		yajl_gen_free(out);
+		return;
+	}
 	if (rc == 1) {
 		yajl_gen_free(out);
 		snprintf(err, sizeof(err), "unknown tool '%s' (see tools/list)", name);
@@ -324,9 +700,110 @@ do_call(struct hs_mcp *m, yajl_val id, yajl_val params)
 	reply_end(g);
 }
 
-/* One message line. */
 static void
-handle_line(struct hs_mcp *m, const char *line, size_t len)
+call_free(struct call *c)
+{
+	yajl_tree_free(c->root);
+	free(c);
+}
+
+/*
+ * The worker: runs the queued tools/call requests one at a time, in order,
+ * until the input ended and the queue is empty, or a stop.
+ */
+static void *
+worker(void *arg)
+{
+	struct hs_mcp *m = arg;
+	pthread_mutex_lock(&R.mu);
+	for (;;) {
+		while (!R.head && !R.eof && !stop_requested)
+			pthread_cond_wait(&R.queue_cv, &R.mu);
+		if (stop_requested || !R.head)
+			break;
+		struct call *c = R.head;
+		R.head = c->next;
+		if (!R.head)
+			R.tail = NULL;
+		R.queued--;
+		R.running = c;
+		R.cancelled = 0;
+		yajl_val tok = hs_serve_val(hs_serve_val(c->params, "_meta"), "progressToken");
+		R.token = tok && (YAJL_IS_STRING(tok) || YAJL_IS_INTEGER(tok)) ? tok : NULL;
+		R.start_ms = R.sent_ms = now_ms();
+		R.total = R.sent_total = 0;
+		R.last_len = 0;
+		/* Sessions opened from now on ask the client when it can be asked. */
+		m->asker = R.elicit ? &elicit_asker : NULL;
+		pthread_mutex_unlock(&R.mu);
+
+		do_call(m, c->id, c->params);
+
+		pthread_mutex_lock(&R.mu);
+		R.running = NULL;
+		R.token = NULL;
+		call_free(c);
+	}
+	pthread_mutex_unlock(&R.mu);
+	return NULL;
+}
+
+/* Queue a tools/call for the worker; it takes root. */
+static void
+queue_call(yajl_val root, yajl_val id, yajl_val params)
+{
+	struct call *c = malloc(sizeof(*c));
+	pthread_mutex_lock(&R.mu);
+	if (!c || R.queued >= MCP_QUEUE_MAX) {
+		pthread_mutex_unlock(&R.mu);
+		free(c);
+		reply_error(id, RPC_BUSY, "too many tool calls waiting (at most 64): wait for their results");
+		yajl_tree_free(root);
+		return;
+	}
+	*c = (struct call){ root, id, params, NULL };
+	if (R.tail)
+		R.tail->next = c;
+	else
+		R.head = c;
+	R.tail = c;
+	R.queued++;
+	pthread_cond_signal(&R.queue_cv);
+	pthread_mutex_unlock(&R.mu);
+}
+
+/* notifications/cancelled: stop the call if it runs, drop it if it waits; no reply either way. */
+static void
+cancel_call(yajl_val params)
+{
+	yajl_val rid = hs_serve_val(params, "requestId");
+	struct call *drop = NULL;
+	pthread_mutex_lock(&R.mu);
+	if (R.running && same_id(R.running->id, rid)) {
+		R.cancelled = 1;
+		pthread_cond_broadcast(&R.answer_cv);
+		poke_running();
+	} else {
+		for (struct call **p = &R.head; *p; p = &(*p)->next) {
+			if (same_id((*p)->id, rid)) {
+				drop = *p;
+				*p = drop->next;
+				R.tail = NULL;
+				for (struct call *t = R.head; t; t = t->next)
+					R.tail = t;
+				R.queued--;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&R.mu);
+	if (drop)
+		call_free(drop);
+}
+
+/* One message line, on the reader. */
+static void
+handle_line(const char *line, size_t len)
 {
 	char ebuf[256];
 	if (hs_serve_shape_check(line, len, HS_SERVE_MAX_DEPTH, HS_SERVE_MAX_VALUES)) {
@@ -349,11 +826,15 @@ handle_line(struct hs_mcp *m, const char *line, size_t len)
 		reply_error(id && (YAJL_IS_STRING(id) || YAJL_IS_INTEGER(id)) ? id : NULL, RPC_INVALID,
 		            "invalid request: not a JSON-RPC 2.0 request object");
 	} else if (!method) {
-		/* A response to a request of ours (none are sent in this version): ignored. */
+		/* A response to a request of ours (an elicitation). */
 		if (!hs_serve_val(root, "result") && !hs_serve_val(root, "error"))
 			reply_error(id, RPC_INVALID, "invalid request: no \"method\"");
+		else
+			take_response(root, id);
 	} else if (!has_id) {
 		/* Notifications (initialized, cancelled, ...) are taken without a reply. */
+		if (!strcmp(method, "notifications/cancelled"))
+			cancel_call(params);
 	} else if (!strcmp(method, "initialize")) {
 		do_initialize(id, params);
 	} else if (!strcmp(method, "ping")) {
@@ -370,7 +851,8 @@ handle_line(struct hs_mcp *m, const char *line, size_t len)
 		yajl_gen_map_close(g);
 		reply_end(g);
 	} else if (!strcmp(method, "tools/call")) {
-		do_call(m, id, params);
+		queue_call(root, id, params);
+		return;
 	} else {
 		snprintf(ebuf, sizeof(ebuf), "method '%s' not found", method);
 		reply_error(id, RPC_NO_METHOD, ebuf);
@@ -378,20 +860,183 @@ handle_line(struct hs_mcp *m, const char *line, size_t len)
 	yajl_tree_free(root);
 }
 
+/* One line as read; too long a line is refused, blank ones skipped. */
+static void
+take_line(char *line, size_t n)
+{
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (n == 0)
+		return;
+	if (n > MCP_MAX_LINE)
+		reply_error(NULL, RPC_INVALID, "invalid request: message larger than 16 MiB");
+	else
+		handle_line(line, n);
+}
+
+/*
+ * The reader: stdin's lines to handle_line until EOF or a stop signal.  A
+ * line longer than MCP_MAX_LINE is refused and skipped to its end.
+ */
+static void
+read_loop(void)
+{
+	char *buf = NULL;
+	size_t cap = 0, len = 0;
+	int skipping = 0;
+
+	while (!stop_requested) {
+		struct pollfd pf[2] = { { 0, POLLIN, 0 }, { stop_pipe[0], POLLIN, 0 } };
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			hs_warn("poll: %s", strerror(errno));
+			break;
+		}
+		if (stop_requested || pf[1].revents)
+			break;
+		if (!pf[0].revents)
+			continue;
+		if (cap - len < 65536) {
+			char *nb = realloc(buf, cap + 65536 + cap / 2);
+			if (!nb) {
+				hs_warn("out of memory reading a message");
+				break;
+			}
+			buf = nb;
+			cap += 65536 + cap / 2;
+		}
+		ssize_t n = read(0, buf + len, cap - len - 1);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		size_t start = 0;
+		char *nl;
+		while ((nl = memchr(buf + start, '\n', len - start))) {
+			*nl = '\0';
+			if (!skipping)
+				take_line(buf + start, (size_t)(nl - buf) - start);
+			skipping = 0;
+			start = (size_t)(nl - buf) + 1;
+		}
+		memmove(buf, buf + start, len - start);
+		len -= start;
+		if (len > MCP_MAX_LINE) {
+			if (!skipping)
+				reply_error(NULL, RPC_INVALID, "invalid request: message larger than 16 MiB");
+			skipping = 1;
+			len = 0;
+		}
+	}
+	/* The last line may end at EOF without its newline. */
+	if (len && !skipping && !stop_requested) {
+		buf[len] = '\0';
+		take_line(buf, len);
+	}
+	free(buf);
+}
+
+/* --- set-up lines for clients --------------------------------------------- */
+
+/* Print the lines that add this server to client; -1 for an unknown client. */
+static int
+print_config(const char *client, const char *self, char *const *args, int nargs)
+{
+	yajl_gen g = hs_json_new();
+	/* args as a JSON array: also a TOML inline array and a YAML flow sequence. */
+	yajl_gen_array_open(g);
+	for (int i = 0; i < nargs; i++)
+		hs_json_str(g, args[i]);
+	yajl_gen_array_close(g);
+	const unsigned char *arr;
+	size_t arr_len;
+	yajl_gen_get_buf(g, &arr, &arr_len);
+	yajl_gen q = hs_json_new();
+	hs_json_str(q, self);
+	const unsigned char *cmd;
+	size_t cmd_len;
+	yajl_gen_get_buf(q, &cmd, &cmd_len);
+	int rc = 0;
+
+	if (!strcmp(client, "claude")) {
+		char *quoted = malloc(hs_shell_quote(NULL, self) + 1);
+		if (quoted)
+			quoted[hs_shell_quote(quoted, self)] = '\0';
+		printf("claude mcp add hs -- %s", quoted ? quoted : self);
+		for (int i = 0; i < nargs; i++) {
+			char *a = malloc(hs_shell_quote(NULL, args[i]) + 1);
+			if (a)
+				a[hs_shell_quote(a, args[i])] = '\0';
+			printf(" %s", a ? a : args[i]);
+			free(a);
+		}
+		printf("\n");
+		free(quoted);
+	} else if (!strcmp(client, "codex")) {
+		printf("# ~/.codex/config.toml\n[mcp_servers.hs]\ncommand = %.*s\nargs = %.*s\n",
+		       (int)cmd_len, cmd, (int)arr_len, arr);
+	} else if (!strcmp(client, "hermes")) {
+		printf("# ~/.hermes/config.yaml\nmcp_servers:\n  hs:\n    command: %.*s\n    args: %.*s\n",
+		       (int)cmd_len, cmd, (int)arr_len, arr);
+	} else if (!strcmp(client, "json")) {
+		yajl_gen j = hs_json_new();
+		yajl_gen_config(j, yajl_gen_beautify, 1);
+		yajl_gen_config(j, yajl_gen_indent_string, "  ");
+		yajl_gen_map_open(j);
+		hs_json_key(j, "mcpServers");
+		yajl_gen_map_open(j);
+		hs_json_key(j, "hs");
+		yajl_gen_map_open(j);
+		hs_json_kstr(j, "command", self);
+		hs_json_key(j, "args");
+		yajl_gen_array_open(j);
+		for (int i = 0; i < nargs; i++)
+			hs_json_str(j, args[i]);
+		yajl_gen_array_close(j);
+		yajl_gen_map_close(j);
+		yajl_gen_map_close(j);
+		yajl_gen_map_close(j);
+		fflush(stdout);
+		rc = hs_json_emit(j, 1) < 0 ? -2 : 0;
+	} else {
+		rc = -1;
+	}
+	yajl_gen_free(g);
+	yajl_gen_free(q);
+	return rc;
+}
+
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: hs mcp [--backend NAME] [--approval ask|deny|approve]\n"
+	        "usage: hs mcp [--backend NAME] [--approval ask|deny|approve] [--ask-timeout SECONDS]\n"
+	        "       hs mcp [options] --print-config claude|codex|hermes|json\n"
 	        "\n"
 	        "A Model Context Protocol server on stdin/stdout for agents (Claude Code,\n"
-	        "Cursor, ...): tools run, check, session_open, session_close, session_list.\n"
+	        "Codex, Hermes, ...): tools run, check, session_open, session_close, session_list.\n"
 	        "\n"
-	        "  -b, --backend NAME     backend of the sessions (default: config 'backend')\n"
-	        "      --approval MODE    ask, deny or approve; nobody can be asked yet, so ask denies\n"
-	        "  -h, --help             show this help\n"
+	        "  -b, --backend NAME        backend of the sessions (default: config 'backend')\n"
+	        "      --approval MODE       ask, deny or approve; ask puts a command to the person\n"
+	        "                            at the client by elicitation, and denies without one\n"
+	        "      --ask-timeout SECONDS how long an elicitation waits for its answer (120)\n"
+	        "      --print-config CLIENT print the lines that add this server to CLIENT\n"
+	        "  -h, --help                show this help\n"
 	        "\n"
 	        "See hs-mcp(1).\n");
+}
+
+/* The program a client should start: this one, by its absolute path; else "hs" from PATH. */
+static const char *
+self_path(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0 || (size_t)n >= len - 1)
+		return "hs";
+	buf[n] = '\0';
+	return buf;
 }
 
 int
@@ -400,10 +1045,13 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "approval", required_argument, NULL, 'A' },
+		{ "ask-timeout", required_argument, NULL, 'T' },
+		{ "print-config", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct hs_mcp m = { .c = c, .cancel_fd = -1 };
+	const char *print = NULL, *approval = NULL, *ask_timeout = NULL;
 	char err[1024];
 	int o;
 
@@ -416,7 +1064,22 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 				hs_die_msg("--approval: %s", err);
 				return HS_EXIT_USAGE;
 			}
+			approval = optarg;
 			break;
+		case 'T': {
+			char *end;
+			errno = 0;
+			double s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(s > 0) || s > 86400) {
+				hs_die_msg("--ask-timeout: '%s' is not a number of seconds between 0 and 86400",
+				           optarg);
+				return HS_EXIT_USAGE;
+			}
+			R.ask_timeout_ms = (int64_t)(s * 1000);
+			ask_timeout = optarg;
+			break;
+		}
+		case 'P': print = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: return HS_EXIT_USAGE;
 		}
@@ -425,16 +1088,40 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 		hs_die_msg("mcp takes no arguments (see hs mcp --help)");
 		return HS_EXIT_USAGE;
 	}
+	if (print) {
+		char *args[7] = { "mcp" };
+		int n = 1;
+		if (m.backend) {
+			args[n++] = "--backend";
+			args[n++] = (char *)m.backend;
+		}
+		if (approval) {
+			args[n++] = "--approval";
+			args[n++] = (char *)approval;
+		}
+		if (ask_timeout) {
+			args[n++] = "--ask-timeout";
+			args[n++] = (char *)ask_timeout;
+		}
+		char self[PATH_MAX];
+		int rc = print_config(print, self_path(self, sizeof(self)), args, n);
+		if (rc == -1) {
+			hs_die_msg("--print-config: unknown client '%s' (claude, codex, hermes or json)", print);
+			return HS_EXIT_USAGE;
+		}
+		return rc < 0 || fflush(stdout) != 0 ? HS_EXIT_FAIL : 0;
+	}
 	m.mode = hs_approval_mode_resolve(c, NULL, -1);
 	if (m.mode < 0) {
 		hs_die_msg("unknown approval mode in the config (deny, ask or approve)");
 		return HS_EXIT_USAGE;
 	}
-	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    pipe2(R.cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		hs_die_msg("cannot create a pipe: %s", strerror(errno));
 		return HS_EXIT_FAIL;
 	}
-	m.cancel_fd = stop_pipe[0];
+	m.cancel_fd = R.cancel_pipe[0];
 	/* Only replies on the protocol stream: whatever a library or a started
 	 * process (a runner, a backend's tool) writes to fd 1 goes to stderr, and
 	 * nothing that outlives a command holds the client's pipe open. */
@@ -445,29 +1132,43 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 	}
 	snprintf(m.default_name, sizeof(m.default_name), "mcp-%ld-default", (long)getpid());
 
-	/* No SA_RESTART: a stop interrupts the read of the next message. */
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	while (!stop_requested && (n = getline(&line, &cap, stdin)) >= 0) {
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			line[--n] = '\0';
-		if (n == 0)
-			continue;
-		if ((size_t)n > MCP_MAX_LINE)
-			reply_error(NULL, RPC_INVALID, "invalid request: message larger than 16 MiB");
-		else
-			handle_line(&m, line, (size_t)n);
+	/* The worker takes no signals: they wake the reader's poll (the stop pipe). */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_t wt;
+	int werr = pthread_create(&wt, NULL, worker, &m);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (werr) {
+		hs_die_msg("cannot start the worker thread: %s", strerror(werr));
+		return HS_EXIT_FAIL;
 	}
-	free(line);
+
+	read_loop();
+
+	/* EOF: the calls already read still run; a stop cancels the running one. */
+	pthread_mutex_lock(&R.mu);
+	R.eof = 1;
+	pthread_cond_broadcast(&R.queue_cv);
+	pthread_cond_broadcast(&R.answer_cv);
+	pthread_mutex_unlock(&R.mu);
+	poke_running();
+	pthread_join(wt, NULL);
+	while (R.head) {
+		struct call *q = R.head;
+		R.head = q->next;
+		call_free(q);
+	}
 	hs_mcp_close_all(&m);
 	close(stop_pipe[0]);
 	close(stop_pipe[1]);
+	close(R.cancel_pipe[0]);
+	close(R.cancel_pipe[1]);
 	return 0;
 }

@@ -51,8 +51,8 @@ open_sess(struct hs_mcp *m, const char *shown, const char *real, int persistent,
 	spec.workdir = hs_serve_str(args, "workspace");
 	if (!spec.workdir)
 		hs_conf_string(m->c->conf, "workspace", &spec.workdir);
-	/* Nobody can be asked in this slice: ask mode denies (asker NULL). */
-	hs_session_init(&ms->hs, m->c, real, persistent, m->mode, NULL);
+	/* Ask mode asks the client by elicitation when it can answer, else denies. */
+	hs_session_init(&ms->hs, m->c, real, persistent, m->mode, m->asker);
 	if (hs_session_open(&ms->hs, backend ? backend : m->backend, &spec, err, errlen) != HS_OUTCOME_OK) {
 		hs_session_free(&ms->hs);
 		return NULL;
@@ -81,6 +81,7 @@ hs_mcp_close_all(struct hs_mcp *m)
 /* --- run ---------------------------------------------------------------- */
 
 struct mcp_sink {
+	struct hs_mcp *m;
 	struct hs_capture cap[3];
 	const char *in;
 	size_t in_len, in_off;
@@ -91,6 +92,7 @@ mcp_output(void *ctx, int stream, const void *buf, size_t len)
 {
 	struct mcp_sink *k = ctx;
 	hs_capture_add(&k->cap[stream], buf, len);
+	hs_mcp_progress(k->m, buf, len);
 	return 0;
 }
 
@@ -109,8 +111,8 @@ mcp_input(void *ctx, void *buf, size_t len)
 static int
 mcp_cancelled(void *ctx)
 {
-	/* The pipe is not drained: it stays readable and the main loop stops too. */
-	return hs_mcp_stopping();
+	struct mcp_sink *k = ctx;
+	return hs_mcp_call_cancelled(k->m);
 }
 
 /* The session a run names, opening "default" on first use; NULL with err. */
@@ -133,7 +135,7 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 	struct hs_cmd_req rq = { .command = hs_serve_str(args, "command"),
 	                         .cwd = hs_serve_str(args, "cwd"), .timeout_s = -1,
 	                         .bounded = 1, .keep_state = 1 };
-	struct mcp_sink k = { .in = hs_serve_str(args, "stdin") };
+	struct mcp_sink k = { .m = m, .in = hs_serve_str(args, "stdin") };
 	if (!rq.command) {
 		snprintf(err, errlen, "run needs a \"command\" string");
 		return -1;

@@ -27,7 +27,8 @@ struct hs_mcp {
 	struct hs_core *c;
 	const char *backend;   /* --backend; NULL: the configured one */
 	int mode;              /* resolved approval mode */
-	int cancel_fd;         /* readable when SIGTERM asks running commands to stop */
+	int cancel_fd;         /* readable when a stop or the client's cancel may be pending */
+	const struct hs_asker *asker; /* the client, when it can be asked (elicitation); else NULL */
 	char default_name[65]; /* the real name of the "default" session */
 	struct hs_mcp_sess sess[HS_MCP_MAX_SESSIONS];
 };
@@ -42,6 +43,19 @@ int hs_mcp_tool_call(struct hs_mcp *m, const char *name, yajl_val args, yajl_gen
 
 /* Non-zero once SIGTERM, SIGINT or SIGHUP asked the server to stop. */
 int hs_mcp_stopping(void);
+
+/*
+ * The running tool call's output as it comes (stream 1 or 2): kept for
+ * progress notifications, sent when the client asked for progress.
+ */
+void hs_mcp_progress(struct hs_mcp *m, const void *buf, size_t len);
+
+/*
+ * Non-zero when the running tool call must stop: a stop signal, or the
+ * client's notifications/cancelled.  Polled while a command runs (it also
+ * sends the progress heartbeat).
+ */
+int hs_mcp_call_cancelled(struct hs_mcp *m);
 
 /* Close every session of the connection (persistent ones keep their environment). */
 void hs_mcp_close_all(struct hs_mcp *m);
