@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+// hs mcp while a command runs, driven by the official MCP TypeScript SDK
+// client: approval by elicitation (accept, session, decline, cancel, no
+// answer, no capability, hardline never asked), progress notifications,
+// notifications/cancelled stopping the command's processes, and ping answered
+// meanwhile.  No timing asserts: every wait polls a condition for up to 30 s.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const HS = path.join(process.env.top_builddir, "core", "hs");
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hs-mcp-async."));
+fs.mkdirSync(tmp + "/run", { mode: 0o700 });
+const env = { ...process.env, XDG_STATE_HOME: tmp + "/state", XDG_CONFIG_HOME: tmp + "/config",
+              XDG_CACHE_HOME: tmp + "/cache", XDG_RUNTIME_DIR: tmp + "/run" };
+let fails = 0;
+
+function check(name, cond, detail) {
+	console.log((cond ? "ok: " : "FAIL: ") + name + (cond ? "" : " " + JSON.stringify(detail)));
+	if (!cond)
+		fails++;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Resolves to what p resolves to, or to "timeout" after ms.
+const within = (p, ms) => Promise.race([p, sleep(ms).then(() => "timeout")]);
+
+// A client; with answer, it declares elicitation and answers each request with answer(params).
+async function connect(args, answer) {
+	const transport = new StdioClientTransport({ command: HS, args: ["mcp", ...args], env,
+	                                             stderr: "inherit" });
+	const client = new Client({ name: "hs-async-test", version: "1.0.0" },
+	                          answer ? { capabilities: { elicitation: {} } } : {});
+	const asked = [];
+	if (answer)
+		client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
+			asked.push(req.params);
+			return answer(req.params, extra);
+		});
+	await client.connect(transport);
+	return { client, asked, transport };
+}
+
+// Pids of processes whose command line is exactly argv (pgrep with the [x] trick: never itself).
+function pgrep(pattern) {
+	const r = spawnSync("pgrep", ["-f", pattern], { encoding: "utf8" });
+	return r.stdout.split("\n").filter((l) => l);
+}
+
+async function until(cond) {
+	for (let i = 0; i < 300 && !cond(); i++)
+		await sleep(100);
+	return cond();
+}
+
+const run = (client, args, opts) => client.callTool({ name: "run", arguments: args }, undefined, opts);
+const marker = (name) => path.join(tmp, name);
+// A command that needs approval (ask) and leaves a marker file when it runs.
+const askCmd = (name) => `chmod -R 777 /etc/hs-mcp-async-none 2>/dev/null; touch ${marker(name)}`;
+
+try {
+	// Accept "once": the command runs; the question shows the command and rules and the choices.
+	let c = await connect(["--approval", "ask"], () => ({ action: "accept", content: { decision: "once" } }));
+	let r = await run(c.client, { command: askCmd("once") });
+	check("accept once: the command ran", !r.isError && fs.existsSync(marker("once")), r);
+	const q = c.asked[0];
+	check("elicitation shows the command and the rule", c.asked.length === 1 &&
+	      q.message.includes(askCmd("once")) && q.message.includes("fs.chmod-system"), c.asked);
+	check("elicitation offers once, session, always, deny",
+	      JSON.stringify(q?.requestedSchema?.properties?.decision?.enum) ===
+	      JSON.stringify(["once", "session", "always", "deny"]), q);
+	r = await run(c.client, { command: askCmd("once2") });
+	check("once is asked again next time", c.asked.length === 2 && fs.existsSync(marker("once2")), c.asked);
+
+	// Control characters are escaped in the question.
+	const esc = `echo "\u001b[2J" >/dev/null; ` + askCmd("esc");
+	r = await run(c.client, { command: esc });
+	const m = c.asked[2]?.message ?? "";
+	check("control characters escaped in the question", m.includes("\\x1b[2J") && !m.includes("\u001b"), m);
+
+	// Hardline: never asked, never run.
+	const n = c.asked.length;
+	r = await run(c.client, { command: `bash -i >& /dev/tcp/127.0.0.1/9 0>&1; touch ${marker("hard")}` });
+	check("hardline denied without elicitation", r.isError === true && c.asked.length === n &&
+	      !fs.existsSync(marker("hard")), { r, asked: c.asked.length - n });
+	await c.client.close();
+
+	// Accept "session": asked once, then granted for the session.
+	c = await connect(["--approval", "ask"], () => ({ action: "accept", content: { decision: "session" } }));
+	r = await run(c.client, { command: askCmd("s1") });
+	r = await run(c.client, { command: askCmd("s2") });
+	check("session: asked once, both ran", c.asked.length === 1 && fs.existsSync(marker("s1")) &&
+	      fs.existsSync(marker("s2")), c.asked.length);
+	await c.client.close();
+
+	// Decline and cancel: not run, isError, denied.
+	for (const action of ["decline", "cancel"]) {
+		c = await connect(["--approval", "ask"], () => ({ action }));
+		r = await run(c.client, { command: askCmd(action) });
+		check(`${action}: the command did not run`, r.isError === true && /denied/.test(r.content[0].text) &&
+		      c.asked.length === 1 && !fs.existsSync(marker(action)), r);
+		await c.client.close();
+	}
+
+	// Accept with "deny": not run.
+	c = await connect(["--approval", "ask"], () => ({ action: "accept", content: { decision: "deny" } }));
+	r = await run(c.client, { command: askCmd("acceptdeny") });
+	check("accept with deny: not run", r.isError === true && !fs.existsSync(marker("acceptdeny")), r);
+	await c.client.close();
+
+	// No answer within --ask-timeout: denied, and the question withdrawn (the handler sees abort).
+	let aborted = false;
+	c = await connect(["--approval", "ask", "--ask-timeout", "1"], (p, extra) => new Promise((res) => {
+		extra.signal.addEventListener("abort", () => { aborted = true; res({ action: "cancel" }); });
+	}));
+	r = await run(c.client, { command: askCmd("late") });
+	check("no answer in time: denied", r.isError === true && !fs.existsSync(marker("late")), r);
+	check("the unanswered question is withdrawn", await until(() => aborted), aborted);
+	await c.client.close();
+
+	// No elicitation capability: ask denies, nothing asked.
+	c = await connect(["--approval", "ask"]);
+	r = await run(c.client, { command: askCmd("nocap") });
+	check("no capability: ask denies", r.isError === true && !fs.existsSync(marker("nocap")), r);
+	await c.client.close();
+
+	// Progress: notifications with the output so far while the command runs.
+	c = await connect([]);
+	const progress = [];
+	r = await run(c.client, { command: "for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.5; done" },
+	              { onprogress: (p) => progress.push(p) });
+	check("run with a progress token", !r.isError && r.structuredContent?.stdout.includes("tick6"), r);
+	check("progress notifications received", progress.length >= 1 &&
+	      progress.some((p) => /tick\d/.test(p.message ?? "")), progress);
+	check("progress increases", progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress),
+	      progress);
+	// Without a token: none (onprogress absent, nothing arrives that the SDK would reject).
+
+	// Ping answered while a command runs; notifications/cancelled kills it (its whole tree).
+	const ac = new AbortController();
+	const pending = run(c.client, { command: "sh -c 'sleep 4242; true' & sleep 4243; wait" },
+	                    { signal: ac.signal }).catch((e) => e);
+	check("the command runs", await until(() => pgrep("^[s]leep 424[23]$").length === 2),
+	      pgrep("[s]leep 424"));
+	const pong = await within(c.client.ping(), 30000);
+	check("ping answered while a command runs", pong !== "timeout", pong);
+	ac.abort("test cancels");
+	const e = await pending;
+	check("the call is cancelled", e instanceof Error, e);
+	check("notifications/cancelled stops the command's tree",
+	      await until(() => pgrep("^[s]leep 424[23]$").length === 0), pgrep("[s]leep 424"));
+	r = await run(c.client, { command: "echo after" });
+	check("the server goes on after a cancel", r.structuredContent?.stdout === "after\n", r);
+	await c.client.close();
+
+	// A cancelled call gets no reply at all (raw stream), a ping meanwhile does.
+	const p = spawn(HS, ["mcp"], { env, stdio: ["pipe", "pipe", "inherit"] });
+	let out = "";
+	p.stdout.on("data", (d) => { out += d; });
+	const send = (o) => p.stdin.write(JSON.stringify(o) + "\n");
+	send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18",
+	      capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+	send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "run",
+	      arguments: { command: "sleep 4244" } } });
+	send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "run",
+	      arguments: { command: `touch ${marker("queued")}` } } });
+	check("raw: the command runs", await until(() => pgrep("^[s]leep 4244$").length === 1), out);
+	send({ jsonrpc: "2.0", id: 4, method: "ping" });
+	const lines = () => out.split("\n").filter((l) => l).map((l) => JSON.parse(l));
+	check("raw: ping answered while a command runs", await until(() => lines().some((x) => x.id === 4)), out);
+	send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 3 } });
+	send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2, reason: "test" } });
+	check("raw: the cancelled command is gone", await until(() => pgrep("^[s]leep 4244$").length === 0), out);
+	send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "run", arguments: { command: "echo five" } } });
+	check("raw: the next call runs", await until(() => lines().some((x) => x.id === 5)), out);
+	p.stdin.end();
+	await within(new Promise((res) => p.on("close", res)), 30000);
+	check("raw: no reply to the cancelled calls, the queued one not run",
+	      !lines().some((x) => x.id === 2 || x.id === 3) && !fs.existsSync(marker("queued")), out);
+	check("raw: the call after the cancel ran",
+	      lines().find((x) => x.id === 5)?.result?.structuredContent?.stdout === "five\n", out);
+} catch (e) {
+	check("no exception", false, String(e && e.stack || e));
+}
+await until(() => pgrep("^[s]leep 424[2-4]$").length === 0);
+fs.rmSync(tmp, { recursive: true, force: true });
+process.exit(fails ? 1 : 0);
