@@ -332,6 +332,8 @@ static struct {
 	struct call *head, *tail;
 	size_t queued;
 	int eof;                   /* no more requests will come */
+	int gone;                  /* nobody reads our output: stop as on a signal */
+	int done;                  /* the worker has ended */
 	struct call *running;
 	int cancelled;             /* the client cancelled running (notifications/cancelled) */
 	int cancel_pipe[2];        /* a byte here wakes the running command's exec loop */
@@ -457,7 +459,7 @@ hs_mcp_call_cancelled(struct hs_mcp *m)
 		/* Drained: the flags below say what the bytes meant. */
 	}
 	pthread_mutex_lock(&R.mu);
-	int c = R.cancelled || stop_requested;
+	int c = R.cancelled || R.gone || stop_requested;
 	/* Called at least once a second while a command runs: a heartbeat. */
 	yajl_gen g = c ? NULL : progress_due();
 	pthread_mutex_unlock(&R.mu);
@@ -717,9 +719,9 @@ worker(void *arg)
 	struct hs_mcp *m = arg;
 	pthread_mutex_lock(&R.mu);
 	for (;;) {
-		while (!R.head && !R.eof && !stop_requested)
+		while (!R.head && !R.eof && !R.gone && !stop_requested)
 			pthread_cond_wait(&R.queue_cv, &R.mu);
-		if (stop_requested || !R.head)
+		if (stop_requested || R.gone || !R.head)
 			break;
 		struct call *c = R.head;
 		R.head = c->next;
@@ -744,7 +746,12 @@ worker(void *arg)
 		R.token = NULL;
 		call_free(c);
 	}
+	R.done = 1;
 	pthread_mutex_unlock(&R.mu);
+	/* Wake the reader waiting for us (after_eof). */
+	if (write(stop_pipe[1], "", 1) < 0) {
+		/* Full: it is awake already. */
+	}
 	return NULL;
 }
 
@@ -936,6 +943,43 @@ read_loop(void)
 		take_line(buf, len);
 	}
 	free(buf);
+}
+
+/*
+ * After the end of input, while the worker finishes the calls already read:
+ * when the client's end of our output closes too, nobody is left to read
+ * their results, so the running command is cancelled and the rest dropped,
+ * as on a stop signal.
+ */
+static void
+after_eof(void)
+{
+	for (;;) {
+		pthread_mutex_lock(&R.mu);
+		int done = R.done;
+		pthread_mutex_unlock(&R.mu);
+		if (done || stop_requested) {
+			poke_running();
+			return;
+		}
+		/* No events asked for the output: poll reports its POLLERR or POLLHUP. */
+		struct pollfd pf[2] = { { out_fd, 0, 0 }, { stop_pipe[0], POLLIN, 0 } };
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			return;
+		if (pf[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			pthread_mutex_lock(&R.mu);
+			R.gone = 1;
+			pthread_cond_broadcast(&R.queue_cv);
+			pthread_cond_broadcast(&R.answer_cv);
+			pthread_mutex_unlock(&R.mu);
+			poke_running();
+			return;
+		}
+		char b[16];
+		while (!stop_requested && read(stop_pipe[0], b, sizeof(b)) > 0) {
+			/* The worker's wake-up; a signal's byte is seen as stop_requested. */
+		}
+	}
 }
 
 /* --- set-up lines for clients --------------------------------------------- */
@@ -1159,6 +1203,7 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 	pthread_cond_broadcast(&R.answer_cv);
 	pthread_mutex_unlock(&R.mu);
 	poke_running();
+	after_eof();
 	pthread_join(wt, NULL);
 	while (R.head) {
 		struct call *q = R.head;

@@ -184,9 +184,23 @@ try {
 	      !lines().some((x) => x.id === 2 || x.id === 3) && !fs.existsSync(marker("queued")), out);
 	check("raw: the call after the cancel ran",
 	      lines().find((x) => x.id === 5)?.result?.structuredContent?.stdout === "five\n", out);
+
+	// The client dies (both its pipe ends close) while a command runs: the command is stopped.
+	const d = spawn(HS, ["mcp"], { env, stdio: ["pipe", "pipe", "inherit"] });
+	const dsend = (o) => d.stdin.write(JSON.stringify(o) + "\n");
+	dsend({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "run",
+	       arguments: { command: "sleep 4245" } } });
+	check("dying client: the command runs", await until(() => pgrep("^[s]leep 4245$").length === 1),
+	      pgrep("[s]leep 4245"));
+	const exited = new Promise((res) => d.on("exit", res));
+	d.stdin.end();
+	d.stdout.destroy();
+	check("dying client: the command is stopped",
+	      await until(() => pgrep("^[s]leep 4245$").length === 0), pgrep("[s]leep 4245"));
+	check("dying client: hs mcp exits", await within(exited, 30000) !== "timeout", d.exitCode);
 } catch (e) {
 	check("no exception", false, String(e && e.stack || e));
 }
-await until(() => pgrep("^[s]leep 424[2-4]$").length === 0);
+await until(() => pgrep("^[s]leep 424[2-5]$").length === 0);
 fs.rmSync(tmp, { recursive: true, force: true });
 process.exit(fails ? 1 : 0);
