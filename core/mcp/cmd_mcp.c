@@ -984,6 +984,22 @@ after_eof(void)
 
 /* --- set-up lines for clients --------------------------------------------- */
 
+/* A space and word for a POSIX shell: as it is when that is safe, else single-quoted. */
+static void
+print_word(const char *w)
+{
+	if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-") ==
+	              strlen(w)) {
+		printf(" %s", w);
+		return;
+	}
+	char *q = malloc(hs_shell_quote(NULL, w) + 1);
+	if (q)
+		q[hs_shell_quote(q, w)] = '\0';
+	printf(" %s", q ? q : "''");
+	free(q);
+}
+
 /* Print the lines that add this server to client; -1 for an unknown client. */
 static int
 print_config(const char *client, const char *self, char *const *args, int nargs)
@@ -1005,19 +1021,11 @@ print_config(const char *client, const char *self, char *const *args, int nargs)
 	int rc = 0;
 
 	if (!strcmp(client, "claude")) {
-		char *quoted = malloc(hs_shell_quote(NULL, self) + 1);
-		if (quoted)
-			quoted[hs_shell_quote(quoted, self)] = '\0';
-		printf("claude mcp add hs -- %s", quoted ? quoted : self);
-		for (int i = 0; i < nargs; i++) {
-			char *a = malloc(hs_shell_quote(NULL, args[i]) + 1);
-			if (a)
-				a[hs_shell_quote(a, args[i])] = '\0';
-			printf(" %s", a ? a : args[i]);
-			free(a);
-		}
+		printf("claude mcp add hs --");
+		print_word(self);
+		for (int i = 0; i < nargs; i++)
+			print_word(args[i]);
 		printf("\n");
-		free(quoted);
 	} else if (!strcmp(client, "codex")) {
 		printf("# ~/.codex/config.toml\n[mcp_servers.hs]\ncommand = %.*s\nargs = %.*s\n",
 		       (int)cmd_len, cmd, (int)arr_len, arr);
@@ -1042,8 +1050,13 @@ print_config(const char *client, const char *self, char *const *args, int nargs)
 		yajl_gen_map_close(j);
 		yajl_gen_map_close(j);
 		yajl_gen_map_close(j);
-		fflush(stdout);
-		rc = hs_json_emit(j, 1) < 0 ? -2 : 0;
+		const unsigned char *jb;
+		size_t jl;
+		yajl_gen_get_buf(j, &jb, &jl);
+		while (jl > 0 && jb[jl - 1] == '\n')
+			jl--;
+		printf("%.*s\n", (int)jl, jb);
+		yajl_gen_free(j);
 	} else {
 		rc = -1;
 	}

@@ -74,6 +74,10 @@ try {
 	check("elicitation offers once, session, always, deny",
 	      JSON.stringify(q?.requestedSchema?.properties?.decision?.enum) ===
 	      JSON.stringify(["once", "session", "always", "deny"]), q);
+	const audit = () => { try { return fs.readFileSync(tmp + "/state/hs/audit.log", "utf8"); } catch { return ""; } };
+	check("the answer is audited with approver elicitation", audit().split("\n").some((l) =>
+	      l.includes(marker("once")) && /"approver":"elicitation"/.test(l) && /"decision":"once"/.test(l)),
+	      audit());
 	r = await run(c.client, { command: askCmd("once2") });
 	check("once is asked again next time", c.asked.length === 2 && fs.existsSync(marker("once2")), c.asked);
 
@@ -198,6 +202,29 @@ try {
 	check("dying client: the command is stopped",
 	      await until(() => pgrep("^[s]leep 4245$").length === 0), pgrep("[s]leep 4245"));
 	check("dying client: hs mcp exits", await within(exited, 30000) !== "timeout", d.exitCode);
+
+	// --print-config: lines a client takes as they are, naming this hs by its absolute path.
+	const self = fs.realpathSync(HS);
+	const pc = (...a) => spawnSync(HS, ["mcp", ...a], { env, encoding: "utf8" });
+	let o = pc("--backend", "docker", "--print-config", "json");
+	let j = null;
+	try { j = JSON.parse(o.stdout); } catch { /* checked below */ }
+	check("--print-config json", o.status === 0 && j?.mcpServers?.hs?.command === self &&
+	      JSON.stringify(j.mcpServers.hs.args) === JSON.stringify(["mcp", "--backend", "docker"]), o);
+	o = pc("--print-config", "claude");
+	check("--print-config claude", o.status === 0 && o.stdout === `claude mcp add hs -- ${self} mcp\n`, o);
+	o = pc("--approval", "ask", "--print-config", "codex");
+	check("--print-config codex", o.status === 0 && o.stdout.includes("[mcp_servers.hs]\n") &&
+	      o.stdout.includes(`command = ${JSON.stringify(self)}\n`) &&
+	      o.stdout.includes('args = ["mcp","--approval","ask"]\n'), o);
+	o = pc("--print-config", "hermes");
+	let y = null;
+	try { y = (await import("yaml")).parse(o.stdout); } catch { /* yaml comes with the Inspector */ }
+	check("--print-config hermes", o.status === 0 && (y ? y.mcp_servers?.hs?.command === self &&
+	      JSON.stringify(y.mcp_servers.hs.args) === '["mcp"]' : /^mcp_servers:\n {2}hs:\n/m.test(o.stdout)), o);
+	o = pc("--print-config", "nope");
+	check("--print-config: unknown client is a one-line error", o.status === 125 && o.stdout === "" &&
+	      o.stderr.trim().split("\n").length === 1 && /nope/.test(o.stderr), o);
 } catch (e) {
 	check("no exception", false, String(e && e.stack || e));
 }
