@@ -112,6 +112,7 @@ struct hsr_shell {
 	int incomplete_sent;
 	int died;              /* the shell went while the command ran */
 	int died_status;
+	int trap_predump;      /* the state was saved as a trap-setting command began */
 	char lost[200];        /* why state was lost, for the next EXIT */
 	struct joblog *logs;
 	struct hsr_buf last_a, last_b; /* sh.a and sh.b as last written */
@@ -912,6 +913,7 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	 * traps (ours is lifted while it runs, so a signal ends the shell
 	 * unsaved): the state as it starts is saved first, so the next shell
 	 * starts from it (see shell_died). */
+	sh->trap_predump = sh->trap_query && !may_exec_program(text);
 	if (may_exec_program(text) || sh->trap_query) {
 		put_s(&fa, "{ \\builtin . ");
 		put_path(d, &fa, "sh.d");
@@ -1366,10 +1368,11 @@ static void shell_died(struct hsr_daemon *d, int status)
 	read_base(d, sh, 1);
 	read_base(d, sh, 2);
 	saved = saved_state(d);
-	if (saved == SAVED_BEFORE && cmd)
-		snprintf(sh->lost, sizeof(sh->lost), "the shell ended while the command ran (it replaced "
-			 "the shell, or a signal came while its own traps were set); the next shell starts "
-			 "from the state as the command began");
+	/* An exec leaves what the command meant to; a command that set its
+	 * own traps (ours lifted) and ended the shell loses its own changes. */
+	if (saved == SAVED_BEFORE && cmd && sh->trap_predump)
+		snprintf(sh->lost, sizeof(sh->lost), "the shell ended while a command that sets its own "
+			 "traps ran; the next shell starts from the state as that command began");
 	if (saved == SAVED_NONE) {
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			snprintf(sh->lost, sizeof(sh->lost), "the shell was killed (SIGKILL); its state since "

@@ -382,12 +382,17 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: hs mcp [--backend NAME] [--approval ask|deny|approve]\n"
+	        "usage: hs mcp [--backend NAME] [--image IMAGE] [--workspace DIR]\n"
+	        "              [--approval ask|deny|approve] [--config FILE]\n"
 	        "\n"
 	        "A Model Context Protocol server on stdin/stdout for agents (Claude Code,\n"
 	        "Cursor, ...): tools run, check, session_open, session_close, session_list.\n"
 	        "\n"
 	        "  -b, --backend NAME     backend of the sessions (default: config 'backend')\n"
+	        "  -i, --image IMAGE      image of the sessions (container backends)\n"
+	        "  -w, --workspace DIR    host directory of the sessions' workspace\n"
+	        "                         (default: config 'workspace')\n"
+	        "      --config FILE      add FILE as a config layer (as hs --config)\n"
 	        "      --approval MODE    ask, deny or approve; nobody can be asked yet, so ask denies\n"
 	        "  -h, --help             show this help\n"
 	        "\n"
@@ -399,6 +404,9 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, 'b' },
+		{ "image", required_argument, NULL, 'i' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "config", required_argument, NULL, 'C' }, /* taken by main.c */
 		{ "approval", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -408,9 +416,12 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 	int o;
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "+b:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+b:i:w:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'b': m.backend = optarg; break;
+		case 'i': m.image = optarg; break;
+		case 'w': m.workspace = optarg; break;
+		case 'C': break;
 		case 'A':
 			if (hs_conf_set_cli(c->conf, "approval", optarg, err, sizeof(err)) < 0) {
 				hs_die_msg("--approval: %s", err);

@@ -48,7 +48,11 @@ open_sess(struct hs_mcp *m, const char *shown, const char *real, int persistent,
 	struct hs_env_spec spec = { .struct_size = sizeof(spec) };
 	const char *backend = hs_serve_str(args, "backend");
 	spec.image = hs_serve_str(args, "image");
+	if (!spec.image)
+		spec.image = m->image;
 	spec.workdir = hs_serve_str(args, "workspace");
+	if (!spec.workdir)
+		spec.workdir = m->workspace;
 	if (!spec.workdir)
 		hs_conf_string(m->c->conf, "workspace", &spec.workdir);
 	/* Nobody can be asked in this slice: ask mode denies (asker NULL). */

@@ -26,6 +26,8 @@ struct hs_mcp_sess {
 struct hs_mcp {
 	struct hs_core *c;
 	const char *backend;   /* --backend; NULL: the configured one */
+	const char *image;     /* --image: the sessions' default image, or NULL */
+	const char *workspace; /* --workspace: their default workspace, or NULL */
 	int mode;              /* resolved approval mode */
 	int cancel_fd;         /* readable when SIGTERM asks running commands to stop */
 	char default_name[65]; /* the real name of the "default" session */
