@@ -125,7 +125,8 @@ hs_mcp_job_list(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t
 	return 0;
 }
 
-/* Cut a chunk at max bytes, not inside a UTF-8 sequence when it can help it. */
+/* Cut a chunk at max bytes, not inside a UTF-8 sequence when it can help it (a chunk
+ * read with 3 bytes to spare shows where the sequence at max ends). */
 static size_t
 chunk_len(const char *data, size_t len, size_t max)
 {
@@ -179,8 +180,8 @@ hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size
 	} else {
 		size_t at = 0;
 		if (!(s = shell_job(ms, id, sj, err, errlen)) ||
-		    hs_conn_shell_job_read(&ms->hs.cn, s, stream, off, (size_t)max, (void **)&data, &at,
-		                           &len, &total, err, errlen) < 0)
+		    hs_conn_shell_job_read(&ms->hs.cn, s, stream, off, (size_t)max + 3, (void **)&data,
+		                           &at, &len, &total, err, errlen) < 0)
 			return -1;
 		bytes = data ? data + at : "";
 		from = at;
