@@ -190,7 +190,11 @@ try {
 		return o.isError ? null : o;
 	});
 	check("the session runs again after the kill", r?.structuredContent?.stdout === "again\n", r);
+	// A handed-off run still going when the client leaves is stopped with the session.
+	r = await call(h, "run", { command: `sleep ${tag + 3}` });
+	check("a third hand-off", r.structuredContent?.running === true && running(tag + 3), r);
 	await h.close();
+	check("closing the client stops a handed-off run", await poll(() => !running(tag + 3)), tag + 3);
 
 	// A secret of hs's environment stays redacted in what a handed-off run prints later.
 	const sec = await connect(["--handoff-after", "2"], { FOO_API_TOKEN: "sekrit-value-4711-xyz" });
@@ -217,7 +221,7 @@ try {
 }
 for (const c of clients)
 	await c.close().catch(() => {});
-for (const n of [tag, tag + 1, tag + 2])
+for (const n of [tag, tag + 1, tag + 2, tag + 3])
 	await poll(() => !running(n));
 fs.rmSync(tmp, { recursive: true, force: true });
 process.exit(fails ? 1 : 0);
