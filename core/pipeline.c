@@ -365,6 +365,17 @@ hs_job_state_json(yajl_gen g, const struct hs_job *j)
 }
 
 void
+hs_job_left_json(yajl_gen g, const struct hs_exec_out *o)
+{
+	/* What it left running in the session shell is a job: "s" and its runner id. */
+	if (o->jobs_left) {
+		char name[32];
+		snprintf(name, sizeof(name), "s%llu", (unsigned long long)o->runner_id);
+		hs_json_kstr(g, "job", name);
+	}
+}
+
+void
 hs_shell_job_json(yajl_gen g, const struct hs_shell_job *j)
 {
 	char name[32];

@@ -147,6 +147,8 @@ int hs_session_file_gate(struct hs_session *s, const char *path, int put,
 
 /* A job's state as JSON fields into an open map: running, exit (once done), byte counts. */
 void hs_job_state_json(yajl_gen g, const struct hs_job *j);
+/* "job": "sID" when the command o left processes running in the session shell. */
+void hs_job_left_json(yajl_gen g, const struct hs_exec_out *o);
 /* A session-shell job's fields (job "sID", running, processes, command, byte counts). */
 void hs_shell_job_json(yajl_gen g, const struct hs_shell_job *j);
 

@@ -90,7 +90,9 @@ static const struct prop run_out[] = {
 	{ "jobs_left", "integer", "Background processes the command left running in the session", 0 },
 	{ "running", "boolean", "true: the command goes on as the background job named by job "
 	  "(background, or still running at the server's hand-off time)", 1 },
-	{ "job", "string", "The job the command goes on as (\"j1\"): use job_output and job_kill", 0 },
+	{ "job", "string", "With running true, the job the command goes on as (\"j1\"); else the "
+	  "job of what it left running in the session, e.g. with & (\"s123\"): use job_output "
+	  "and job_kill", 0 },
 	{ "message", "string", "What to do next, when the run was handed off", 0 },
 	{ NULL, NULL, NULL, 0 },
 };

@@ -222,6 +222,7 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 		yajl_gen_map_open(out);
 		hs_capture_json_result(out, &res.out, k.cap, res.restored);
 		hs_json_kbool(out, "running", 0);
+		hs_job_left_json(out, &res.out);
 		yajl_gen_map_close(out);
 	} else {
 		snprintf(err, errlen, "%s", res.why);

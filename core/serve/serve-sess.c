@@ -363,12 +363,7 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 	hs_capture_json_result(g, &res->out, k->cap, res->restored);
 	if (k->stream)
 		hs_json_kint(g, "stream_dropped", (long long)k->stream_dropped);
-	/* What it left running in the session shell is a job: "s" and its runner id. */
-	if (res->out.jobs_left) {
-		char name[32];
-		snprintf(name, sizeof(name), "s%llu", (unsigned long long)res->out.runner_id);
-		hs_json_kstr(g, "job", name);
-	}
+	hs_job_left_json(g, &res->out);
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
 }

@@ -106,9 +106,10 @@ try {
 	r = await call(client, "run", { command: `sleep ${tag + 1} & echo started` });
 	check("run leaves a job", r.structuredContent?.stdout === "started\n" &&
 	      r.structuredContent?.jobs_left === 1, r);
+	const left = r.structuredContent?.job;
 	r = await call(client, "job_list", {});
 	const sj = r.structuredContent?.jobs?.find((j) => j.kind === "shell" && j.running);
-	check("job_list shows the shell job", /^s\d+$/.test(sj?.job ?? "") &&
+	check("job_list shows the shell job", /^s\d+$/.test(sj?.job ?? "") && sj.job === left &&
 	      sj.command.includes(`sleep ${tag + 1}`), r);
 	check("the shell job's process runs", running(tag + 1), tag + 1);
 	r = await call(client, "job_output", { job: sj?.job });
