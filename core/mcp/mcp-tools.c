@@ -152,12 +152,12 @@ run_background(struct hs_mcp_sess *ms, struct hs_cmd_req *rq, yajl_gen out, char
 static void
 handed_off_json(yajl_gen out, const struct hs_exec_out *o, struct hs_capture cap[3], int64_t after)
 {
-	char name[32], msg[300];
+	char name[32], msg[400];
 	snprintf(name, sizeof(name), "j%u", o->job->number);
 	snprintf(msg, sizeof(msg), "still running after %llds: it goes on as job %s; read its output "
 	         "with job_output (stdout and stderr from offset 0 hold everything) and stop it with "
-	         "job_kill; this session runs nothing else until it ends",
-	         (long long)after, name);
+	         "job_kill; until it ends, further runs in this session are refused (background "
+	         "runs and other sessions work)", (long long)after, name);
 	yajl_gen_map_open(out);
 	hs_json_kstr(out, "job", name);
 	hs_json_kbool(out, "running", 1);

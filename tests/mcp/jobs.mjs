@@ -90,7 +90,7 @@ try {
 	const listed = r.structuredContent?.jobs?.find((j) => j.job === job);
 	check("job_list shows the background job", listed?.kind === "background" && listed.running === true &&
 	      listed.command.includes(`sleep ${tag}`), r);
-	check("the job's process runs", running(tag), tag);
+	check("the job's process runs", await poll(() => running(tag)), tag);
 	r = await call(client, "job_kill", { job });
 	check("job_kill", !r.isError && r.structuredContent?.killed === true, r);
 	check("the job's process is gone", await poll(() => !running(tag)), tag);
@@ -111,7 +111,7 @@ try {
 	const sj = r.structuredContent?.jobs?.find((j) => j.kind === "shell" && j.running);
 	check("job_list shows the shell job", /^s\d+$/.test(sj?.job ?? "") && sj.job === left &&
 	      sj.command.includes(`sleep ${tag + 1}`), r);
-	check("the shell job's process runs", running(tag + 1), tag + 1);
+	check("the shell job's process runs", await poll(() => running(tag + 1)), tag + 1);
 	r = await call(client, "job_output", { job: sj?.job });
 	check("job_output of a shell job", !r.isError && r.structuredContent?.total_bytes === 0, r);
 	r = await call(client, "job_kill", { job: sj?.job });
@@ -159,9 +159,11 @@ try {
 	await approve.close();
 
 	// Hand-off: a run still going after 2 s comes back as a job; the command goes on.
+	// It waits for a file made only after the hand-off, so it cannot end before.
 	const h = await connect(["--handoff-after", "2"]);
-	const ended = `${tmp}/ended`;
-	r = await call(h, "run", { command: `echo begin; sleep 10; touch ${ended}; echo end; exit 7` });
+	const ended = `${tmp}/ended`, go = `${tmp}/go`;
+	const wait = (f) => `while [ ! -e ${f} ]; do sleep 0.1; done`;
+	r = await call(h, "run", { command: `echo begin; ${wait(go)}; touch ${ended}; echo end; exit 7` });
 	const hj = r.structuredContent?.job;
 	check("a long run is handed off", !r.isError && r.structuredContent?.running === true &&
 	      /^j\d+$/.test(hj ?? "") && r.structuredContent?.exit_code === undefined, r);
@@ -169,6 +171,7 @@ try {
 	r = await call(h, "run", { command: "echo busy" });
 	check("the session refuses another run while it goes on", r.isError === true &&
 	      r.content[0].text.includes(hj) && /busy/.test(r.content[0].text), r);
+	fs.writeFileSync(go, "");
 	r = await poll(async () => {
 		const o = await call(h, "job_output", { job: hj });
 		return o.structuredContent?.running === false ? o : null;
@@ -193,16 +196,18 @@ try {
 	check("the session runs again after the kill", r?.structuredContent?.stdout === "again\n", r);
 	// A handed-off run still going when the client leaves is stopped with the session.
 	r = await call(h, "run", { command: `sleep ${tag + 3}` });
-	check("a third hand-off", r.structuredContent?.running === true && running(tag + 3), r);
+	check("a third hand-off", r.structuredContent?.running === true &&
+	      await poll(() => running(tag + 3)), r);
 	await h.close();
 	check("closing the client stops a handed-off run", await poll(() => !running(tag + 3)), tag + 3);
 
 	// A secret of hs's environment stays redacted in what a handed-off run prints later.
 	const sec = await connect(["--handoff-after", "2"], { FOO_API_TOKEN: "sekrit-value-4711-xyz" });
 	const say = "printf 'sek%s\\n' rit-value-4711-xyz";
-	r = await call(sec, "run", { command: `${say}; sleep 5; ${say}` });
+	r = await call(sec, "run", { command: `${say}; ${wait(go + "2")}; ${say}` });
 	const sjob = r.structuredContent?.job;
 	check("the secret run is handed off", r.structuredContent?.running === true && sjob, r);
+	fs.writeFileSync(go + "2", "");
 	r = await poll(async () => {
 		const o = await call(sec, "job_output", { job: sjob });
 		return o.structuredContent?.running === false ? o : null;
