@@ -191,6 +191,8 @@ static const struct prop sess_out[] = {
 	{ "session", "string", "The session's name", 1 },
 	{ "backend", "string", "Its backend", 0 },
 	{ "persistent", "boolean", "Whether it outlives this connection", 0 },
+	{ "adopted", "array", "Jobs (\"jN\") taken over at open: commands an earlier connection left "
+	  "running in this persistent session (see job_list)", 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop close_in[] = {

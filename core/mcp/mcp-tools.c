@@ -61,6 +61,11 @@ open_sess(struct hs_mcp *m, const char *shown, const char *real, int persistent,
 	}
 	snprintf(ms->shown, sizeof(ms->shown), "%s", shown);
 	ms->used = 1;
+	/* What an hs that died left running in a kept session becomes jobs, as serve does. */
+	char e[512];
+	if (hs_conn_adopt(&ms->hs.cn, (size_t)ms->hs.lim.output_limit, &ms->adopt_first,
+	                  &ms->adopted, e, sizeof(e)) < 0)
+		hs_warn("session '%s': %s", shown, e);
 	return ms;
 }
 
@@ -260,6 +265,16 @@ sess_json(yajl_gen g, const struct hs_mcp_sess *ms)
 	hs_json_kstr(g, "session", ms->shown);
 	hs_json_kstr(g, "backend", ms->hs.rec.backend);
 	hs_json_kbool(g, "persistent", ms->hs.persistent);
+	if (ms->adopted) {
+		hs_json_key(g, "adopted");
+		yajl_gen_array_open(g);
+		for (unsigned i = 0; i < ms->adopted; i++) {
+			char jn[32];
+			snprintf(jn, sizeof(jn), "j%u", ms->adopt_first + i);
+			hs_json_str(g, jn);
+		}
+		yajl_gen_array_close(g);
+	}
 	yajl_gen_map_close(g);
 }
 

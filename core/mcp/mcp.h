@@ -20,6 +20,7 @@
 struct hs_mcp_sess {
 	char shown[65];
 	int used;
+	unsigned adopt_first, adopted; /* jobs taken over at open: j<first>, count */
 	struct hs_session hs;
 };
 

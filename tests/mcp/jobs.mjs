@@ -201,6 +201,32 @@ try {
 	await h.close();
 	check("closing the client stops a handed-off run", await poll(() => !running(tag + 3)), tag + 3);
 
+	// A handed-off run in a persistent session outlives its connection; the next
+	// connection that opens the session takes it over as a job and can stop it.
+	const keep = `mcpjobs-keep-${process.pid}`;
+	const k1 = await connect(["--handoff-after", "2"]);
+	r = await call(k1, "session_open", { session: keep, persistent: true });
+	check("persistent session_open", !r.isError, r);
+	r = await call(k1, "run", { session: keep, command: `sleep ${tag + 4}` });
+	check("handed off in the persistent session", r.structuredContent?.running === true, r);
+	await k1.close();
+	check("it goes on after the client left", await poll(() => running(tag + 4)), tag + 4);
+	const k2 = await connect([]);
+	r = await call(k2, "session_open", { session: keep, persistent: true });
+	const adopted = r.structuredContent?.adopted ?? [];
+	check("the next connection adopts it", adopted.length === 1, r);
+	r = await call(k2, "job_list", { session: keep });
+	check("job_list shows the adopted job running", r.structuredContent?.jobs?.some((j) =>
+	      j.job === adopted[0] && j.running), r);
+	r = await call(k2, "job_kill", { session: keep, job: adopted[0] });
+	check("job_kill of the adopted job", r.structuredContent?.killed === true, r);
+	check("the adopted job's process is gone", await poll(() => !running(tag + 4)), tag + 4);
+	r = await call(k2, "run", { session: keep, command: "echo kept" });
+	check("the kept session runs again", r.structuredContent?.stdout === "kept\n", r);
+	r = await call(k2, "session_close", { session: keep });
+	await k2.close();
+	spawnSync(HS, ["session", "close", keep], { env });
+
 	// A secret of hs's environment stays redacted in what a handed-off run prints later.
 	const sec = await connect(["--handoff-after", "2"], { FOO_API_TOKEN: "sekrit-value-4711-xyz" });
 	const say = "printf 'sek%s\\n' rit-value-4711-xyz";
@@ -227,7 +253,7 @@ try {
 }
 for (const c of clients)
 	await c.close().catch(() => {});
-for (const n of [tag, tag + 1, tag + 2, tag + 3])
+for (const n of [tag, tag + 1, tag + 2, tag + 3, tag + 4])
 	await poll(() => !running(n));
 fs.rmSync(tmp, { recursive: true, force: true });
 process.exit(fails ? 1 : 0);
