@@ -156,6 +156,12 @@ try {
 	const approve = await connect(["--approval", "approve"]);
 	r = await call(approve, "write_file", { path: rc, content: "# ok\n" });
 	check("the same write in approve mode", !r.isError && fs.readFileSync(rc, "utf8") === "# ok\n", r);
+	// hs's own files are refused even in approve mode, like serve's put_file.
+	const allow = `${tmp}/config/hs/allow.list`;
+	fs.mkdirSync(`${tmp}/config/hs`, { recursive: true });
+	r = await call(approve, "write_file", { path: allow, content: "x\ttouch /x\n" });
+	check("write_file onto hs's allow list is refused", r.isError === true &&
+	      /policy/.test(r.content[0].text) && !fs.existsSync(allow), r);
 	await approve.close();
 
 	// Hand-off: a run still going after 2 s comes back as a job; the command goes on.
