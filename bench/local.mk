@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # bench/: benchmarks, never part of `make check`.  `make bench` runs them all
 # and prints ratios against what a user would do instead (bench/README.md).
-EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py bench/shell-bench.sh
+EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py bench/shell-bench.sh \
+	bench/mcp-bench.mjs
 
 # hs serve session latency vs bash -c true and the Python-subprocess approach,
 # 100 concurrent sessions, hs backends / hs run start-up.
@@ -21,6 +22,12 @@ bench-shell: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
 	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
 	  bash $(top_srcdir)/bench/shell-bench.sh
 
+# A `true` through `hs mcp` (the official SDK client, tests/mcp/node_modules)
+# against the same through `hs serve` (issue 22 item 8).
+bench-mcp: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
+	  SDK=$(abs_top_srcdir)/tests/mcp/node_modules node $(top_srcdir)/bench/mcp-bench.mjs
+
 # `make bench` runs every benchmark in one go; each writes its latency row to
 # bench/latency.tsv, which bench/plot.py draws as bench/latency.svg.
 HS_BENCH_TSV = $(abs_top_builddir)/bench/latency.tsv
@@ -28,7 +35,7 @@ export HS_BENCH_TSV
 bench:
 	@$(MKDIR_P) bench
 	rm -f bench/latency.tsv
-	$(MAKE) $(AM_MAKEFLAGS) bench-runner bench-analyse bench-serve bench-shell bench-throughput $(BENCH_EXTRA)
+	$(MAKE) $(AM_MAKEFLAGS) bench-runner bench-analyse bench-serve bench-shell bench-mcp bench-throughput $(BENCH_EXTRA)
 	python3 $(top_srcdir)/bench/plot.py bench/latency.tsv bench/latency.svg
 
-.PHONY: bench bench-serve bench-shell bench-throughput
+.PHONY: bench bench-serve bench-shell bench-mcp bench-throughput

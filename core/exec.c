@@ -40,6 +40,17 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A job and what it holds: output, redactors. */
+static void
+job_free(struct hs_job *j)
+{
+	for (int s = 1; s <= 2; s++) {
+		hs_capture_free(&j->cap[s]);
+		hs_redactor_free(j->red[s]);
+	}
+	free(j);
+}
+
 /*
  * Where this process's command ids start.  A session's runner outlives the
  * hs process that talks to it, and a client killed mid-command leaves its
@@ -175,9 +186,7 @@ hs_conn_close(struct hs_conn *cn, int keep, char *err, size_t errlen)
 	hsr_wipe(cn->runner_key, sizeof(cn->runner_key));
 	for (struct hs_job *j = cn->jobs, *next; j; j = next) {
 		next = j->next;
-		hs_capture_free(&j->cap[1]);
-		hs_capture_free(&j->cap[2]);
-		free(j);
+		job_free(j);
 	}
 	cn->jobs = NULL;
 	pthread_mutex_destroy(&cn->lock);
@@ -266,6 +275,13 @@ attach_lists(const struct hsr_event *ev, uint64_t id)
 	return 0;
 }
 
+/* Redacted output of a handed-off command into its job's capture (ctx). */
+static void
+capture_emit(void *ctx, const char *data, size_t len)
+{
+	hs_capture_add(ctx, data, len);
+}
+
 static struct hs_job *
 job_by_id(struct hs_conn *cn, uint64_t id)
 {
@@ -307,12 +323,21 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 		{
 			size_t skip = ev->offset < j->taken[ev->stream]
 			                      ? (size_t)(j->taken[ev->stream] - ev->offset) : 0;
+			struct hs_capture *cap = &j->cap[ev->stream];
 			if (ev->offset > j->taken[ev->stream]) /* the runner dropped the middle */
-				hs_capture_gap(&j->cap[ev->stream], ev->offset - j->taken[ev->stream]);
-			hs_capture_add(&j->cap[ev->stream], (const char *)ev->data + skip, ev->len - skip);
+				hs_capture_gap(cap, ev->offset - j->taken[ev->stream]);
+			if (j->red[ev->stream])
+				hs_redact_feed(j->red[ev->stream], (const char *)ev->data + skip, ev->len - skip,
+				               capture_emit, cap);
+			else
+				hs_capture_add(cap, (const char *)ev->data + skip, ev->len - skip);
 			j->taken[ev->stream] = ev->offset + ev->len;
 			hsr_client_ack(cn->rc, j->id, ev->stream, j->taken[ev->stream]);
 		}
+		break;
+	case HSR_EV_STATE:
+		/* A handed-off command of a shell without a session shell: its state is not kept. */
+		hsr_client_ack(cn->rc, j->id, 3, ev->offset + ev->len);
 		break;
 	case HSR_EV_EXIT:
 		j->done = 1;
@@ -320,6 +345,12 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 		j->timed_out = ev->timed_out;
 		j->cancelled = ev->cancelled;
 		j->duration_ms = now_ms() - j->start_ms;
+		for (int s = 1; s <= 2; s++)
+			if (j->red[s]) {
+				hs_redact_flush(j->red[s], capture_emit, &j->cap[s]);
+				hs_redactor_free(j->red[s]);
+				j->red[s] = NULL;
+			}
 		hsr_client_ack(cn->rc, j->id, 0, 0);
 		break;
 	case HSR_EV_ERROR:
@@ -407,6 +438,77 @@ deliver_flush(const struct hs_sink_ops *sink, struct hs_redactor *red, int strea
 		hs_redact_flush(red, hs_redact_sink_emit, &rc);
 }
 
+static struct hs_job *job_new(size_t limit);
+static unsigned next_job_number(const struct hs_conn *cn);
+static void forget_old_jobs(struct hs_conn *cn);
+
+/*
+ * A command that may be handed off keeps a copy of its (redacted) output in
+ * the job it would become, so the job's output starts at offset 0: the
+ * caller's sink sees every byte, and so does the job's capture.
+ */
+struct handoff {
+	const struct hs_sink_ops *sink; /* the caller's */
+	struct hs_sink_ops tee;         /* what output is delivered to */
+	struct hs_job *job;             /* NULL: no handoff */
+};
+
+static int
+handoff_output(void *ctx, int stream, const void *buf, size_t len)
+{
+	struct handoff *h = ctx;
+	hs_capture_add(&h->job->cap[stream], buf, len);
+	return h->sink->output(h->sink->ctx, stream, buf, len);
+}
+
+/* Prepare h for o: a job to hand off to when o asks for one and can have one. */
+static int
+handoff_init(struct handoff *h, const struct hs_exec_opts *o, const struct hs_sink_ops *sink)
+{
+	*h = (struct handoff){ .sink = sink };
+	if (sink)
+		h->tee = *sink;
+	/* Lossless output needs the caller to take it: that cannot go on as a job. */
+	if (o->handoff_ms <= 0 || !sink || (o->head_bytes == 0 && o->tail_bytes == 0))
+		return 0;
+	h->job = job_new((size_t)(o->head_bytes + o->tail_bytes));
+	if (!h->job)
+		return -1;
+	h->tee.ctx = h;
+	h->tee.output = handoff_output;
+	return 0;
+}
+
+/*
+ * Stop waiting for command id, still running: it goes on as h's job, whose
+ * events route() takes from now on (with the command's redactors).
+ */
+static void
+hand_off(struct hs_conn *cn, struct handoff *h, const struct hs_exec_opts *o, uint64_t id,
+         const uint64_t *taken, struct hs_redactor **red, int64_t start, struct hs_exec_out *out)
+{
+	struct hs_job *j = h->job;
+	h->job = NULL;
+	j->id = id;
+	j->start_ms = start;
+	j->holds_shell = cn->session_shell && o->keep_state;
+	snprintf(j->command, sizeof(j->command), "%s", o->command);
+	for (int s = 1; s <= 2; s++) {
+		j->taken[s] = taken[s];
+		j->red[s] = red[s];
+		red[s] = NULL;
+	}
+	pthread_mutex_lock(&cn->lock);
+	j->number = next_job_number(cn);
+	j->next = cn->jobs;
+	cn->jobs = j;
+	forget_old_jobs(cn);
+	pthread_mutex_unlock(&cn->lock);
+	out->job = j;
+	out->runner_id = id;
+	out->duration_ms = now_ms() - start;
+}
+
 int
 hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
              struct hs_exec_out *out, char *err, size_t errlen)
@@ -421,13 +523,15 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0, sent_exec = 0;
 	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256] = "";
+	struct handoff h;
 
 	if (cn->exec_mode) {
 		free(argv);
 		return hs_conn_exec_direct(cn, o, sink, out, err, errlen);
 	}
 	memset(out, 0, sizeof(*out));
-	if (!argv) {
+	if (!argv || handoff_init(&h, o, sink) < 0) {
+		free(argv);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -455,6 +559,18 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	while (!done) {
 		struct pollfd pf[3];
 		int np = 0, ti = -1, timeout = 1000;
+		if (h.job && !cancel_sent) {
+			int64_t left = o->handoff_ms - (now_ms() - start);
+			if (left <= 0) {
+				if (stdin_open)
+					hsr_client_stdin_eof(cn->rc, id);
+				hand_off(cn, &h, o, id, taken, red, start, out);
+				rc = 0;
+				goto out;
+			}
+			if (left < timeout)
+				timeout = (int)left;
+		}
 		if (!hsr_client_pending(cn->rc)) {
 			pf[np++] = (struct pollfd){ hsr_client_fd(cn->rc), POLLIN, 0 };
 			if (stdin_open) {
@@ -545,7 +661,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				size_t skip = ev.offset < taken[ev.stream] ? (size_t)(taken[ev.stream] - ev.offset) : 0;
 				if (ev.offset > taken[ev.stream])
 					out->dropped[ev.stream] += ev.offset - taken[ev.stream];
-				if (sink && deliver(sink, red[ev.stream], ev.stream, (const char *)ev.data + skip,
+				if (ev.offset > taken[ev.stream] && h.job)
+					hs_capture_gap(&h.job->cap[ev.stream], ev.offset - taken[ev.stream]);
+				if (sink && deliver(&h.tee, red[ev.stream], ev.stream, (const char *)ev.data + skip,
 				                    ev.len - skip) < 0 && !cancel_sent) {
 					hsr_client_cancel(cn->rc, id);
 					cancel_sent = 1;
@@ -586,7 +704,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			}
 			hsr_client_ack(cn->rc, id, 0, 0);
 			for (int st = 1; sink && st <= 2; st++)
-				deliver_flush(sink, red[st], st);
+				deliver_flush(&h.tee, red[st], st);
 			done = 1;
 			break;
 		case HSR_EV_ERROR:
@@ -621,6 +739,8 @@ out:
 		hsr_client_cancel(cn->rc, id);
 	for (int i = 1; i <= 2; i++)
 		hs_redactor_free(red[i]);
+	if (h.job)
+		job_free(h.job);
 	free(state.data);
 	free(argv);
 	return rc;
@@ -855,9 +975,7 @@ forget_old_jobs(struct hs_conn *cn)
 		struct hs_job *j = *pp;
 		if (j->done && ++done > HS_JOBS_DONE_MAX) {
 			*pp = j->next;
-			hs_capture_free(&j->cap[1]);
-			hs_capture_free(&j->cap[2]);
-			free(j);
+			job_free(j);
 			continue;
 		}
 		pp = &j->next;
@@ -975,12 +1093,11 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = now_ms();
+	snprintf(j->command, sizeof(j->command), "%s", o->command);
 	if (ensure_stream(cn, err, errlen) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
 		if (cn->rc)
 			snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
-		hs_capture_free(&j->cap[1]);
-		hs_capture_free(&j->cap[2]);
-		free(j);
+		job_free(j);
 		return -1;
 	}
 	pthread_mutex_lock(&cn->lock);
@@ -1037,4 +1154,33 @@ int
 hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job)
 {
 	return job->done || !cn->rc ? 0 : hsr_client_cancel(cn->rc, job->id);
+}
+
+struct hs_job *
+hs_conn_shell_holder(struct hs_conn *cn)
+{
+	for (struct hs_job *j = cn->jobs; j; j = j->next)
+		if (j->holds_shell && !j->done)
+			return j;
+	return NULL;
+}
+
+int
+hs_conn_shell_job_read(struct hs_conn *cn, const struct hs_shell_job *j, int stream, uint64_t off,
+                       size_t limit, void **buf, size_t *from, size_t *take, size_t *total,
+                       char *err, size_t errlen)
+{
+	char path[4200];
+	size_t len = 0;
+	*buf = NULL;
+	*from = *take = 0;
+	hs_conn_shell_job_log(cn, j->id, stream, path, sizeof(path));
+	/* Room for what the job wrote since it was listed. */
+	if (j->log_bytes[stream] &&
+	    hs_conn_get(cn, path, (size_t)j->log_bytes[stream] + 65536, buf, &len, err, errlen) < 0)
+		return -1;
+	*from = off < len ? (size_t)off : len;
+	*take = len - *from < limit ? len - *from : limit;
+	*total = len;
+	return 0;
 }

@@ -14,6 +14,7 @@
 #include "core/capture.h"
 
 struct hs_backend;
+struct hs_redactor;
 struct hsr_client;
 
 /* An open environment with its runner stream. */
@@ -74,6 +75,8 @@ struct hs_exec_opts {
 	size_t n_sets;
 	char *const *secrets;      /* values replaced by [REDACTED] in the output; may be NULL */
 	size_t n_secrets;
+	int64_t handoff_ms;        /* bounded output only: a command still running after this
+	                              long becomes a background job (hs_exec_out.job); 0: never */
 };
 
 struct hs_exec_out {
@@ -87,6 +90,8 @@ struct hs_exec_out {
 	uint64_t runner_id;        /* the command's id in the runner (names its background job) */
 	int shell_restarted;       /* the session shell lost its state during the command */
 	char restart_reason[200];
+	struct hs_job *job;        /* handed off (handoff_ms): the job it goes on as; the
+	                              other fields hold what was known then */
 };
 
 /*
@@ -125,6 +130,9 @@ struct hs_job {
 	int done;
 	int exit_code, timed_out, cancelled;
 	int64_t start_ms, duration_ms;
+	char command[256];      /* the command line (cut when longer) */
+	int holds_shell;        /* a session-shell command handed off: the shell is busy until done */
+	struct hs_redactor *red[3]; /* a handed-off command's redactors, per stream; NULL: none */
 	struct hs_job *next;
 };
 
@@ -151,6 +159,8 @@ int hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen);
 struct hs_job *hs_conn_job(struct hs_conn *cn, unsigned n);
 /* 1 when some job is still running. */
 int hs_conn_jobs_running(const struct hs_conn *cn);
+/* The running job that holds the session shell (a handed-off command), or NULL. */
+struct hs_job *hs_conn_shell_holder(struct hs_conn *cn);
 /* Ask the runner to stop a job (TERM, grace, KILL, like a deadline). */
 int hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job);
 
@@ -171,6 +181,12 @@ int hs_conn_shell_job_signal(struct hs_conn *cn, uint64_t id, int sig, char *err
 /* The path, inside the sandbox, of a background job's output log (stream 1 or 2). */
 void hs_conn_shell_job_log(const struct hs_conn *cn, uint64_t id, int stream, char *path,
                            size_t len);
+/* At most limit bytes of a background job's log (stream 1 or 2) from offset off: *buf (free
+ * it; NULL when empty) holds the whole log read (*total bytes), the bytes are *buf + *from,
+ * *take long.  0, or -1 with err. */
+int hs_conn_shell_job_read(struct hs_conn *cn, const struct hs_shell_job *j, int stream,
+                           uint64_t off, size_t limit, void **buf, size_t *from, size_t *take,
+                           size_t *total, char *err, size_t errlen);
 
 /* Put a whole file into the sandbox / get one out (len bounded by max). */
 int hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,

@@ -97,6 +97,22 @@ main(int argc, char **argv)
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
 		if (strcmp(argv[i], commands[k].name) != 0)
 			continue;
+		/* hs mcp also takes --config among its own options (an MCP
+		 * client's config names one command line): the layer is added
+		 * before the core reads the config. */
+		if (strcmp(argv[i], "mcp") == 0) {
+			for (int j = i + 1; j < argc && strcmp(argv[j], "--"); j++) {
+				const char *f = strcmp(argv[j], "--config") == 0 && j + 1 < argc ? argv[j + 1]
+				              : strncmp(argv[j], "--config=", 9) == 0 ? argv[j] + 9 : NULL;
+				if (!f)
+					continue;
+				if (config_file && strcmp(config_file, f)) {
+					hs_die_msg("--config given twice (before and after 'mcp')");
+					return HS_EXIT_USAGE;
+				}
+				config_file = f;
+			}
+		}
 		if (hs_core_init(&core, config_file, err, sizeof(err)) < 0) {
 			hs_die_msg("%s", err);
 			return HS_EXIT_FAIL;

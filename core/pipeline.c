@@ -19,6 +19,7 @@
 #include "core/json.h"
 #include "core/pipeline.h"
 #include "core/safety/redact.h"
+#include "core/shell.h"
 
 extern char **environ;
 
@@ -177,8 +178,10 @@ run_guarded(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_e
 	int rc = hs_conn_exec(&s->cn, eo, sink, &res->out, res->why, sizeof(res->why));
 	if (rq->running)
 		rq->running(rq->running_ctx, 0);
-	/* hs wrote the session's snapshot itself unless the command was stopped. */
-	int saved = rc == 0 && eo->keep_state && !res->out.timed_out && !res->out.cancelled;
+	/* hs wrote the session's snapshot itself unless the command was stopped or
+	 * goes on as a job. */
+	int saved = rc == 0 && eo->keep_state && !res->out.timed_out && !res->out.cancelled &&
+	            !res->out.job;
 	if (hs_guard_end(s->c, sn, be, s->cn.snapshot, saved, &res->restored, gerr, sizeof(gerr)) < 0 &&
 	    rc == 0) {
 		snprintf(res->why, sizeof(res->why), "%s", gerr);
@@ -207,6 +210,7 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 		.keep_state = rq->keep_state,
 		.secrets = env->secrets,
 		.n_secrets = env->n_secrets,
+		.handoff_ms = rq->handoff_ms,
 	};
 	if (rq->background) {
 		eo.head_bytes = eo.tail_bytes = 0;
@@ -234,7 +238,9 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 	}
 	int rc = run_guarded(s, rq, &eo, sink, res);
 	hs_env_free(&base);
-	hs_approval_audit(s->c, g, an, v, 1, audit_code(rc, &res->out), res->out.duration_ms);
+	/* Handed off, it has no exit yet: like a background job, none is audited. */
+	if (rc < 0 || !res->out.job)
+		hs_approval_audit(s->c, g, an, v, 1, audit_code(rc, &res->out), res->out.duration_ms);
 	return rc < 0 ? HS_OUTCOME_FAILED : HS_OUTCOME_OK;
 }
 
@@ -315,6 +321,71 @@ hs_session_gate(struct hs_session *s, const char *command, struct hs_approval_ou
 	struct hs_gate g = session_gate(s, s->cn.be->plugin.name, command, s->mode);
 	struct hs_analysis an;
 	return hs_approval_gate(s->c, pol, &g, &an, out);
+}
+
+int
+hs_session_file_gate(struct hs_session *s, const char *path, int put, struct hs_approval_out *out)
+{
+	/* The same line as for commands: nothing writes hs's own files on the host. */
+	if (put && hs_guard_protects(s->c, path)) {
+		out->decision = "deny";
+		snprintf(out->why, sizeof(out->why), "writing %s refused: it is one of the files that "
+		         "decide hs policy (config, allow list, policy, state)", path);
+		return 0;
+	}
+	size_t ql = hs_shell_quote(NULL, path), pl = put ? 6 : 4;
+	char *fcmd = malloc(pl + ql + 1);
+	if (!fcmd) {
+		out->decision = "error";
+		snprintf(out->why, sizeof(out->why), "out of memory");
+		return 0;
+	}
+	memcpy(fcmd, put ? "cat > " : "cat ", pl);
+	hs_shell_quote(fcmd + pl, path);
+	fcmd[pl + ql] = '\0';
+	int allowed = hs_session_gate(s, fcmd, out);
+	free(fcmd);
+	return allowed;
+}
+
+void
+hs_job_state_json(yajl_gen g, const struct hs_job *j)
+{
+	hs_json_kbool(g, "running", !j->done);
+	if (j->done) {
+		hs_json_kint(g, "exit_code", j->timed_out ? HS_EXIT_TIMEOUT : j->exit_code);
+		hs_json_kbool(g, "timed_out", j->timed_out);
+		hs_json_kbool(g, "cancelled", j->cancelled);
+		hs_json_kint(g, "duration_ms", j->duration_ms);
+	}
+	hs_json_kint(g, "stdout_bytes", (long long)j->cap[1].total);
+	hs_json_kint(g, "stderr_bytes", (long long)j->cap[2].total);
+	hs_json_kint(g, "stdout_dropped", (long long)j->cap[1].dropped);
+	hs_json_kint(g, "stderr_dropped", (long long)j->cap[2].dropped);
+}
+
+void
+hs_job_left_json(yajl_gen g, const struct hs_exec_out *o)
+{
+	/* What it left running in the session shell is a job: "s" and its runner id. */
+	if (o->jobs_left) {
+		char name[32];
+		snprintf(name, sizeof(name), "s%llu", (unsigned long long)o->runner_id);
+		hs_json_kstr(g, "job", name);
+	}
+}
+
+void
+hs_shell_job_json(yajl_gen g, const struct hs_shell_job *j)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "s%llu", (unsigned long long)j->id);
+	hs_json_kstr(g, "job", name);
+	hs_json_kbool(g, "running", j->alive);
+	hs_json_kint(g, "processes", j->procs);
+	hs_json_kstr(g, "command", j->command);
+	hs_json_kint(g, "stdout_bytes", (long long)j->log_bytes[1]);
+	hs_json_kint(g, "stderr_bytes", (long long)j->log_bytes[2]);
 }
 
 void

@@ -106,6 +106,8 @@ struct hs_cmd_req {
 	int stdin_pipe;               /* the sink gives stdin */
 	int keep_state;               /* write the shell's state back (foreground in a session) */
 	int background;               /* start a job instead (serve) */
+	int64_t handoff_ms;           /* bounded: still running after this long, it goes on as a
+	                                 job (res->out.job); 0: never */
 	/* Called just before the command starts (1) and when it ended (0), after approval. */
 	void (*running)(void *ctx, int on);
 	void *running_ctx;
@@ -134,6 +136,21 @@ int hs_session_exec(struct hs_session *s, const struct hs_cmd_req *rq,
  * Returns 1 to go on, 0 refused (out->why).
  */
 int hs_session_gate(struct hs_session *s, const char *command, struct hs_approval_out *out);
+
+/*
+ * The gate for a file operation on path, judged as `cat > PATH` (put) or
+ * `cat PATH` (get); a put to one of hs's own files is refused first.
+ * Returns 1 to go on, 0 refused (out->why).
+ */
+int hs_session_file_gate(struct hs_session *s, const char *path, int put,
+                         struct hs_approval_out *out);
+
+/* A job's state as JSON fields into an open map: running, exit (once done), byte counts. */
+void hs_job_state_json(yajl_gen g, const struct hs_job *j);
+/* "job": "sID" when the command o left processes running in the session shell. */
+void hs_job_left_json(yajl_gen g, const struct hs_exec_out *o);
+/* A session-shell job's fields (job "sID", running, processes, command, byte counts). */
+void hs_shell_job_json(yajl_gen g, const struct hs_shell_job *j);
 
 /*
  * The session of this thread whose environment is being opened, or NULL:

@@ -29,6 +29,16 @@ int64_t hsr_now_ms(void);
 /* Writes "hs-runner: MESSAGE" to stderr. */
 void hsr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* proctab.c: a process as /proc shows it (start: in clock ticks since boot). */
+struct hsr_proc {
+	pid_t pid, ppid;
+	unsigned long long start;
+};
+/* Every process's pid, parent and start time: the count, the table
+ * malloc'd in *out (the caller frees it), or -1. */
+int hsr_proc_table(struct hsr_proc **out);
+struct hsr_proc *hsr_proc_find(struct hsr_proc *t, int n, pid_t pid);
+
 /* rundir.c: the runtime directory. */
 struct hsr_rundir {
 	char path[4096];

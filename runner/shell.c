@@ -112,6 +112,7 @@ struct hsr_shell {
 	int incomplete_sent;
 	int died;              /* the shell went while the command ran */
 	int died_status;
+	int trap_predump;      /* the state was saved as a trap-setting command began */
 	char lost[200];        /* why state was lost, for the next EXIT */
 	struct joblog *logs;
 	struct hsr_buf last_a, last_b; /* sh.a and sh.b as last written */
@@ -175,72 +176,6 @@ static unsigned long long now_ticks(void)
 
 /* ---- processes ---- */
 
-struct proc {
-	pid_t pid, ppid;
-	unsigned long long start;
-};
-
-/* Reads every process's pid, parent and start time.  Returns the count
- * (the table is malloc'd in *out) or -1. */
-static int proc_table(struct proc **out)
-{
-	struct proc *t = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *dir = opendir("/proc");
-
-	*out = NULL;
-	if (!dir)
-		return -1;
-	while ((de = readdir(dir))) {
-		char path[64], buf[1024], *rp;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		unsigned long long start = 0;
-		long ppid = 0;
-		ssize_t len;
-		int fd;
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		rp = strrchr(buf, ')');
-		/* After the name: state ppid pgrp session tty tpgid flags minflt
-		 * cminflt majflt cmajflt utime stime cutime cstime priority nice
-		 * threads itrealvalue starttime. */
-		if (!rp || sscanf(rp + 1, " %*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
-				  "%*d %*d %*d %*d %*d %*d %llu", &ppid, &start) != 2)
-			continue;
-		if (n == cap) {
-			struct proc *nt = realloc(t, (cap ? cap * 2 : 256) * sizeof(*t));
-
-			if (!nt)
-				break;
-			t = nt;
-			cap = cap ? cap * 2 : 256;
-		}
-		t[n++] = (struct proc){ pid, (pid_t)ppid, start };
-	}
-	closedir(dir);
-	*out = t;
-	return (int)n;
-}
-
-static struct proc *proc_find(struct proc *t, int n, pid_t pid)
-{
-	for (int i = 0; i < n; i++)
-		if (t[i].pid == pid)
-			return &t[i];
-	return NULL;
-}
-
 static int is_shim(struct hsr_daemon *d, pid_t pid)
 {
 	for (struct hsr_cmd *c = d->cmds; c; c = c->next)
@@ -261,22 +196,22 @@ static int signal_cmd_procs(struct hsr_daemon *d, int sig, int all)
 {
 	struct hsr_shell *sh = d->shell;
 	pid_t self = getpid();
-	struct proc *t;
-	int n = proc_table(&t), hits = 0;
+	struct hsr_proc *t;
+	int n = hsr_proc_table(&t), hits = 0;
 
 	for (int i = 0; i < n; i++) {
-		struct proc *p = &t[i], *top = NULL;
+		struct hsr_proc *p = &t[i], *top = NULL;
 		int depth = 0, under_daemon = 0;
 
 		if (p->pid == self || (sh && p->pid == sh->pid))
 			continue;
-		for (struct proc *q = p; q && depth < 4096; depth++) {
+		for (struct hsr_proc *q = p; q && depth < 4096; depth++) {
 			if (q->ppid == self || (sh && sh->pid > 0 && q->ppid == sh->pid)) {
 				top = q;
 				under_daemon = 1;
 				break;
 			}
-			q = proc_find(t, n, q->ppid);
+			q = hsr_proc_find(t, n, q->ppid);
 		}
 		if (!under_daemon || !top || is_shim(d, top->pid))
 			continue;
@@ -295,8 +230,8 @@ static void record_job(struct hsr_daemon *d, struct hsr_cmd *cmd)
 {
 	struct hsr_shell *sh = d->shell;
 	pid_t self = getpid();
-	struct proc *t;
-	int n = proc_table(&t), count = 0;
+	struct hsr_proc *t;
+	int n = hsr_proc_table(&t), count = 0;
 	struct bgjob *j = calloc(1, sizeof(*j));
 
 	if (!j || n < 0) {
@@ -307,7 +242,7 @@ static void record_job(struct hsr_daemon *d, struct hsr_cmd *cmd)
 	j->id = cmd->id;
 	snprintf(j->command, sizeof(j->command), "%s", cmd->req ? cmd->req->argv[1] : "");
 	for (int i = 0; i < n && j->n < BGJOB_TOPS; i++) {
-		struct proc *p = &t[i];
+		struct hsr_proc *p = &t[i];
 
 		if (p->pid == self || p->pid == sh->pid || is_shim(d, p->pid))
 			continue;
@@ -340,19 +275,19 @@ static void record_job(struct hsr_daemon *d, struct hsr_cmd *cmd)
  * and everything below them.  Returns how many. */
 static int job_procs(struct bgjob *j, int sig)
 {
-	struct proc *t;
-	int n = proc_table(&t), hits = 0;
+	struct hsr_proc *t;
+	int n = hsr_proc_table(&t), hits = 0;
 
 	for (int i = 0; i < n; i++) {
 		int depth = 0, mine = 0;
 
-		for (struct proc *q = &t[i]; q && depth < 4096 && !mine; depth++) {
+		for (struct hsr_proc *q = &t[i]; q && depth < 4096 && !mine; depth++) {
 			for (int k = 0; k < j->n; k++)
 				if (q->pid == j->pid[k] && q->start == j->start[k])
 					mine = 1;
 			if (q->ppid <= 1)
 				break;
-			q = proc_find(t, n, q->ppid);
+			q = hsr_proc_find(t, n, q->ppid);
 		}
 		if (mine && (sig == 0 || kill(t[i].pid, sig) == 0))
 			hits++;
@@ -912,6 +847,7 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	 * traps (ours is lifted while it runs, so a signal ends the shell
 	 * unsaved): the state as it starts is saved first, so the next shell
 	 * starts from it (see shell_died). */
+	sh->trap_predump = sh->trap_query && !may_exec_program(text);
 	if (may_exec_program(text) || sh->trap_query) {
 		put_s(&fa, "{ \\builtin . ");
 		put_path(d, &fa, "sh.d");
@@ -1366,10 +1302,11 @@ static void shell_died(struct hsr_daemon *d, int status)
 	read_base(d, sh, 1);
 	read_base(d, sh, 2);
 	saved = saved_state(d);
-	if (saved == SAVED_BEFORE && cmd)
-		snprintf(sh->lost, sizeof(sh->lost), "the shell ended while the command ran (it replaced "
-			 "the shell, or a signal came while its own traps were set); the next shell starts "
-			 "from the state as the command began");
+	/* An exec leaves what the command meant to; a command that set its
+	 * own traps (ours lifted) and ended the shell loses its own changes. */
+	if (saved == SAVED_BEFORE && cmd && sh->trap_predump)
+		snprintf(sh->lost, sizeof(sh->lost), "the shell ended while a command that sets its own "
+			 "traps ran; the next shell starts from the state as that command began");
 	if (saved == SAVED_NONE) {
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			snprintf(sh->lost, sizeof(sh->lost), "the shell was killed (SIGKILL); its state since "

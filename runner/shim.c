@@ -202,60 +202,23 @@ static void child_exec(const struct hsr_shim_spec *s)
  * process group is reached. */
 static int kill_descendants(int sig)
 {
-	enum { MAXP = 4096 };
-	static pid_t pids[MAXP], ppids[MAXP];
-	static char mark[MAXP];
 	pid_t self = getpid();
-	struct dirent *de;
-	int n = 0, hits = 0, changed = 1;
-	DIR *d = opendir("/proc");
+	struct hsr_proc *t;
+	int n = hsr_proc_table(&t), hits = 0;
 
-	if (!d)
-		return 0;
-	while ((de = readdir(d)) && n < MAXP) {
-		char path[64], buf[512], *rp;
-		pid_t pid = (pid_t)atoi(de->d_name);
-		ssize_t len;
-		int fd;
+	for (int i = 0; i < n; i++) {
+		struct hsr_proc *q = &t[i];
 
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		/* The command name may contain spaces and parentheses; the
-		 * fields after the last ')' are "state ppid ...". */
-		rp = strrchr(buf, ')');
-		if (!rp || rp[1] == '\0')
-			continue;
-		pids[n] = pid;
-		ppids[n] = (pid_t)atoi(rp + 4);
-		mark[n] = ppids[n] == self;
-		n++;
-	}
-	closedir(d);
-	while (changed) {
-		changed = 0;
-		for (int i = 0; i < n; i++) {
-			if (mark[i])
-				continue;
-			for (int j = 0; j < n; j++)
-				if (mark[j] && ppids[i] == pids[j]) {
-					mark[i] = 1;
-					changed = 1;
-					break;
-				}
+		for (int depth = 0; q && depth < 4096; depth++) {
+			if (q->ppid == self) {
+				if (kill(t[i].pid, sig) == 0)
+					hits++;
+				break;
+			}
+			q = hsr_proc_find(t, n, q->ppid);
 		}
 	}
-	for (int i = 0; i < n; i++)
-		if (mark[i] && kill(pids[i], sig) == 0)
-			hits++;
+	free(t);
 	return hits;
 }
 

@@ -87,16 +87,96 @@ static const struct prop run_in[] = {
 	{ "timeout", "number", "Seconds before every process of the command is killed (exit_code 124)", 0 },
 	{ "cwd", "string", "Directory to run in, inside the sandbox (default: the session's current)", 0 },
 	{ "stdin", "string", "Text given to the command on standard input", 0 },
+	{ "background", "boolean", "Start it as a background job and return its id at once (no "
+	  "stdin; the shell state is not kept); poll it with job_output", 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop run_out[] = {
-	{ "exit_code", "integer", "The command's exit status (124 timed out, 128+N killed by signal N)", 1 },
+	{ "exit_code", "integer", "The command's exit status (124 timed out, 128+N killed by signal N); "
+	  "absent while running is true", 0 },
 	{ "stdout", "string", "Standard output (head and tail kept when large)", 0 },
 	{ "stderr", "string", "Standard error (head and tail kept when large)", 0 },
-	{ "truncated", "boolean", "Output was cut in the middle to the configured limit", 1 },
-	{ "timed_out", "boolean", "The command was killed at its timeout", 1 },
-	{ "duration_ms", "integer", "Wall time of the command", 1 },
-	{ "jobs_left", "integer", "Background processes the command left running in the session", 1 },
+	{ "truncated", "boolean", "Output was cut in the middle to the configured limit", 0 },
+	{ "timed_out", "boolean", "The command was killed at its timeout", 0 },
+	{ "duration_ms", "integer", "Wall time of the command (so far, when running)", 0 },
+	{ "jobs_left", "integer", "Background processes the command left running in the session", 0 },
+	{ "running", "boolean", "true: the command goes on as the background job named by job "
+	  "(background, or still running at the server's hand-off time)", 1 },
+	{ "job", "string", "With running true, the job the command goes on as (\"j1\"); else the "
+	  "job of what it left running in the session, e.g. with & (\"s123\"): use job_output "
+	  "and job_kill", 0 },
+	{ "message", "string", "What to do next, when the run was handed off", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_in[] = {
+	{ "job", "string", "The job: \"jN\" (a background or handed-off run) or \"sID\" (left "
+	  "running by a command, e.g. with &), as job_list shows", 1 },
+	{ "session", "string", "Its session (default: \"default\")", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_list_in[] = {
+	{ "session", "string", "Session whose jobs to list (default: \"default\")", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_list_out[] = {
+	{ "session", "string", "The session", 1 },
+	{ "jobs", "array", "Its jobs: {job, kind (background, handed_off or shell), command, running, "
+	  "exit_code once done, stdout_bytes, stderr_bytes}", 1 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_output_in[] = {
+	{ "job", "string", "The job (\"j1\" or \"s123\", as job_list shows)", 1 },
+	{ "session", "string", "Its session (default: \"default\")", 0 },
+	{ "stream", "string", "stdout (default) or stderr", 0 },
+	{ "offset", "integer", "Byte offset in the stream to read from (default 0; pass the last "
+	  "next_offset to read on)", 0 },
+	{ "max_bytes", "integer", "At most this many bytes (default and ceiling 65536)", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_output_out[] = {
+	{ "job", "string", "The job", 1 },
+	{ "stream", "string", "stdout or stderr", 1 },
+	{ "offset", "integer", "Offset of data in the stream", 1 },
+	{ "data", "string", "The bytes (UTF-8 text, or base64 when encoding says so)", 1 },
+	{ "encoding", "string", "utf8 or base64", 1 },
+	{ "next_offset", "integer", "Offset to ask for next", 1 },
+	{ "total_bytes", "integer", "Bytes the stream holds so far: next_offset < total_bytes means "
+	  "more to read", 1 },
+	{ "gap", "boolean", "The offset fell in the middle dropped from long output (next_offset "
+	  "skips it)", 0 },
+	{ "running", "boolean", "The job still runs", 1 },
+	{ "exit_code", "integer", "Its exit status, once it ended (jN jobs)", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_kill_out[] = {
+	{ "job", "string", "The job", 1 },
+	{ "killed", "boolean", "It was running and was told to stop (TERM, then KILL)", 1 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop read_in[] = {
+	{ "path", "string", "Absolute path of the file inside the sandbox (at most 1 MiB is read)", 1 },
+	{ "session", "string", "Session (default: \"default\")", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop read_out[] = {
+	{ "path", "string", "The file", 1 },
+	{ "size", "integer", "Its size in bytes", 1 },
+	{ "content", "string", "Its bytes: the text when valid UTF-8, else base64", 1 },
+	{ "encoding", "string", "utf8 or base64", 1 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop write_in[] = {
+	{ "path", "string", "Absolute path of the file inside the sandbox (replaced whole)", 1 },
+	{ "content", "string", "The bytes to write: text, or base64 with encoding base64 (at most "
+	  "1 MiB decoded)", 1 },
+	{ "encoding", "string", "utf8 (default) or base64", 0 },
+	{ "mode", "integer", "Permission bits (default 420, i.e. 0644)", 0 },
+	{ "session", "string", "Session (default: \"default\")", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop write_out[] = {
+	{ "path", "string", "The file", 1 },
+	{ "size", "integer", "Bytes written", 1 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop check_in[] = {
@@ -123,6 +203,8 @@ static const struct prop sess_out[] = {
 	{ "session", "string", "The session's name", 1 },
 	{ "backend", "string", "Its backend", 0 },
 	{ "persistent", "boolean", "Whether it outlives this connection", 0 },
+	{ "adopted", "array", "Jobs (\"jN\") taken over at open: commands an earlier connection left "
+	  "running in this persistent session (see job_list)", 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop close_in[] = {
@@ -147,8 +229,30 @@ static const struct tool tools[] = {
 	  "The session keeps its state across calls (current directory, exported variables, "
 	  "functions), so `cd dir` in one call holds for the next. A command that fails is a normal "
 	  "result with its exit_code; isError means hs refused it (dangerous command denied by "
-	  "approval) or the sandbox failed. Use check first when unsure whether a command is allowed.",
+	  "approval) or the sandbox failed. Use check first when unsure whether a command is allowed. "
+	  "A command still running after the server's hand-off time (50 s by default) comes back "
+	  "with running true and a job id: it goes on in the sandbox; read its output with "
+	  "job_output and stop it with job_kill. background true starts it as a job at once.",
 	  0, 1, 1, run_in, run_out },
+	{ "job_list", "List a session's jobs",
+	  "List the jobs of a session: background and handed-off runs (\"jN\") and what commands "
+	  "left running in the session shell, e.g. with & (\"sID\"), with their state.",
+	  1, 0, 0, job_list_in, job_list_out },
+	{ "job_output", "Read a job's output",
+	  "Read a job's stdout or stderr from a byte offset, at most max_bytes at a time; read on "
+	  "from next_offset until it reaches total_bytes and running is false.",
+	  1, 0, 0, job_output_in, job_output_out },
+	{ "job_kill", "Stop a job",
+	  "Stop a running job and every process it started (TERM, then KILL after the grace time).",
+	  0, 1, 0, job_in, job_kill_out },
+	{ "read_file", "Read a file in the sandbox",
+	  "Read a whole file (at most 1 MiB) from the sandbox: text when it is valid UTF-8, else "
+	  "base64 (encoding says which). For larger files read parts with run (head -c, dd).",
+	  1, 0, 0, read_in, read_out },
+	{ "write_file", "Write a file in the sandbox",
+	  "Create or replace a whole file (at most 1 MiB) in the sandbox with text, or binary "
+	  "bytes given as base64 (encoding base64). Subject to approval like a command.",
+	  0, 1, 0, write_in, write_out },
 	{ "check", "Judge a command's safety without running it",
 	  "Say whether a shell command would be allowed, need approval or be denied by the safety "
 	  "policy, and which rules it matched. Nothing is run.",
@@ -1069,16 +1173,26 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: hs mcp [--backend NAME] [--approval ask|deny|approve] [--ask-timeout SECONDS]\n"
+	        "usage: hs mcp [--backend NAME] [--image IMAGE] [--workspace DIR]\n"
+	        "              [--approval ask|deny|approve] [--ask-timeout SECONDS]\n"
+	        "              [--handoff-after SECONDS] [--config FILE]\n"
 	        "       hs mcp [options] --print-config claude|codex|hermes|json\n"
 	        "\n"
 	        "A Model Context Protocol server on stdin/stdout for agents (Claude Code,\n"
-	        "Codex, Hermes, ...): tools run, check, session_open, session_close, session_list.\n"
+	        "Codex, Hermes, ...): tools run, check, session_open, session_close,\n"
+	        "session_list, job_list, job_output, job_kill, read_file, write_file.\n"
 	        "\n"
 	        "  -b, --backend NAME        backend of the sessions (default: config 'backend')\n"
+	        "  -i, --image IMAGE         image of the sessions (container backends)\n"
+	        "  -w, --workspace DIR       host directory of the sessions' workspace\n"
+	        "                            (default: config 'workspace')\n"
+	        "      --config FILE         add FILE as a config layer (as hs --config)\n"
 	        "      --approval MODE       ask, deny or approve; ask puts a command to the person\n"
 	        "                            at the client by elicitation, and denies without one\n"
 	        "      --ask-timeout SECONDS how long an elicitation waits for its answer (120)\n"
+	        "      --handoff-after S     a run still going after S seconds goes on as a\n"
+	        "                            background job, its result says which (default 50;\n"
+	        "                            0: never)\n"
 	        "      --print-config CLIENT print the lines that add this server to CLIENT\n"
 	        "  -h, --help                show this help\n"
 	        "\n"
@@ -1101,27 +1215,36 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, 'b' },
+		{ "image", required_argument, NULL, 'i' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "config", required_argument, NULL, 'C' }, /* taken by main.c */
 		{ "approval", required_argument, NULL, 'A' },
 		{ "ask-timeout", required_argument, NULL, 'T' },
+		{ "handoff-after", required_argument, NULL, 'H' },
 		{ "print-config", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct hs_mcp m = { .c = c, .cancel_fd = -1 };
-	const char *print = NULL, *approval = NULL, *ask_timeout = NULL;
+	struct hs_mcp m = { .c = c, .cancel_fd = -1, .handoff_s = 50 };
+	const char *print = NULL;
+	/* The options given, for --print-config to pass on: "mcp", then flag and value pairs. */
+	char *given[16] = { "mcp" };
+	int n_given = 1;
 	char err[1024];
 	int o;
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "+b:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+b:i:w:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'b': m.backend = optarg; break;
+		case 'i': m.image = optarg; break;
+		case 'w': m.workspace = optarg; break;
+		case 'C': break;
 		case 'A':
 			if (hs_conf_set_cli(c->conf, "approval", optarg, err, sizeof(err)) < 0) {
 				hs_die_msg("--approval: %s", err);
 				return HS_EXIT_USAGE;
 			}
-			approval = optarg;
 			break;
 		case 'T': {
 			char *end;
@@ -1133,12 +1256,31 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 				return HS_EXIT_USAGE;
 			}
 			R.ask_timeout_ms = (int64_t)(s * 1000);
-			ask_timeout = optarg;
 			break;
 		}
-		case 'P': print = optarg; break;
+		case 'P': print = optarg; continue;
+		case 'H': {
+			char *end;
+			errno = 0;
+			long long v = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > 86400) {
+				hs_die_msg("--handoff-after: '%s' is not a number of seconds from 0 to 86400",
+				           optarg);
+				return HS_EXIT_USAGE;
+			}
+			m.handoff_s = v;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		default: return HS_EXIT_USAGE;
+		}
+		/* Every option left takes a value; kept while 16 words hold them. */
+		static const char *const flags[] = { "--backend", "--image", "--workspace", "--config",
+		                                     "--approval", "--ask-timeout", "--handoff-after" };
+		const char *idx = strchr("biwCATH", o);
+		if (idx && n_given + 2 <= (int)(sizeof(given) / sizeof(given[0]))) {
+			given[n_given++] = (char *)flags[idx - "biwCATH"];
+			given[n_given++] = optarg;
 		}
 	}
 	if (optind < argc) {
@@ -1146,22 +1288,8 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 		return HS_EXIT_USAGE;
 	}
 	if (print) {
-		char *args[7] = { "mcp" };
-		int n = 1;
-		if (m.backend) {
-			args[n++] = "--backend";
-			args[n++] = (char *)m.backend;
-		}
-		if (approval) {
-			args[n++] = "--approval";
-			args[n++] = (char *)approval;
-		}
-		if (ask_timeout) {
-			args[n++] = "--ask-timeout";
-			args[n++] = (char *)ask_timeout;
-		}
 		char self[PATH_MAX];
-		int rc = print_config(print, self_path(self, sizeof(self)), args, n);
+		int rc = print_config(print, self_path(self, sizeof(self)), given, n_given);
 		if (rc == -1) {
 			hs_die_msg("--print-config: unknown client '%s' (claude, codex, hermes or json)", print);
 			return HS_EXIT_USAGE;

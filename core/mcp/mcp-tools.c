@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mcp-tools.c - the tools of `hs mcp`: run, check, session_open,
- * session_close and session_list, each a thin adapter over the session
- * pipeline like `hs run` and `hs serve`.
+ * session_close and session_list (the job and file tools are in
+ * mcp-jobs.c), each a thin adapter over the session pipeline like `hs run`
+ * and `hs serve`.
  */
 #include "config.h"
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -48,7 +50,11 @@ open_sess(struct hs_mcp *m, const char *shown, const char *real, int persistent,
 	struct hs_env_spec spec = { .struct_size = sizeof(spec) };
 	const char *backend = hs_serve_str(args, "backend");
 	spec.image = hs_serve_str(args, "image");
+	if (!spec.image)
+		spec.image = m->image;
 	spec.workdir = hs_serve_str(args, "workspace");
+	if (!spec.workdir)
+		spec.workdir = m->workspace;
 	if (!spec.workdir)
 		hs_conf_string(m->c->conf, "workspace", &spec.workdir);
 	/* Ask mode asks the client by elicitation when it can answer, else denies. */
@@ -59,6 +65,11 @@ open_sess(struct hs_mcp *m, const char *shown, const char *real, int persistent,
 	}
 	snprintf(ms->shown, sizeof(ms->shown), "%s", shown);
 	ms->used = 1;
+	/* What an hs that died left running in a kept session becomes jobs, as serve does. */
+	char e[512];
+	if (hs_conn_adopt(&ms->hs.cn, (size_t)ms->hs.lim.output_limit, &ms->adopt_first,
+	                  &ms->adopted, e, sizeof(e)) < 0)
+		hs_warn("session '%s': %s", shown, e);
 	return ms;
 }
 
@@ -115,9 +126,8 @@ mcp_cancelled(void *ctx)
 	return hs_mcp_call_cancelled(k->m);
 }
 
-/* The session a run names, opening "default" on first use; NULL with err. */
-static struct hs_mcp_sess *
-run_sess(struct hs_mcp *m, const char *name, char *err, size_t errlen)
+struct hs_mcp_sess *
+hs_mcp_session(struct hs_mcp *m, const char *name, char *err, size_t errlen)
 {
 	struct hs_mcp_sess *ms = find_sess(m, name ? name : "default");
 	if (ms)
@@ -129,12 +139,56 @@ run_sess(struct hs_mcp *m, const char *name, char *err, size_t errlen)
 	return open_sess(m, "default", m->default_name, 0, NULL, err, errlen);
 }
 
+/* A background run: the job started. */
+static int
+run_background(struct hs_mcp_sess *ms, struct hs_cmd_req *rq, yajl_gen out, char *err,
+               size_t errlen)
+{
+	struct hs_cmd_result res;
+	rq->background = 1;
+	if (hs_session_exec(&ms->hs, rq, NULL, &res) != HS_OUTCOME_OK) {
+		snprintf(err, errlen, "%s", res.why);
+		return -1;
+	}
+	char name[32];
+	snprintf(name, sizeof(name), "j%u", res.job->number);
+	yajl_gen_map_open(out);
+	hs_json_kstr(out, "job", name);
+	hs_json_kbool(out, "running", 1);
+	yajl_gen_map_close(out);
+	return 0;
+}
+
+/* A run handed off as job j: the output so far, and where the rest is. */
+static void
+handed_off_json(yajl_gen out, const struct hs_exec_out *o, struct hs_capture cap[3], int64_t after)
+{
+	char name[32], msg[400];
+	snprintf(name, sizeof(name), "j%u", o->job->number);
+	snprintf(msg, sizeof(msg), "still running after %llds: it goes on as job %s; read its output "
+	         "with job_output (stdout and stderr from offset 0 hold everything) and stop it with "
+	         "job_kill; until it ends, further runs in this session are refused (background "
+	         "runs and other sessions work)", (long long)after, name);
+	yajl_gen_map_open(out);
+	hs_json_kstr(out, "job", name);
+	hs_json_kbool(out, "running", 1);
+	for (int i = 1; i <= 2; i++) {
+		size_t n;
+		char *b = hs_capture_join(&cap[i], &n);
+		hs_json_kbytes(out, i == 1 ? "stdout" : "stderr", b ? b : "", b ? n : 0);
+		free(b);
+	}
+	hs_json_kint(out, "duration_ms", o->duration_ms);
+	hs_json_kstr(out, "message", msg);
+	yajl_gen_map_close(out);
+}
+
 static int
 tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen)
 {
 	struct hs_cmd_req rq = { .command = hs_serve_str(args, "command"),
 	                         .cwd = hs_serve_str(args, "cwd"), .timeout_s = -1,
-	                         .bounded = 1, .keep_state = 1 };
+	                         .bounded = 1, .keep_state = 1, .handoff_ms = m->handoff_s * 1000 };
 	struct mcp_sink k = { .m = m, .in = hs_serve_str(args, "stdin") };
 	if (!rq.command) {
 		snprintf(err, errlen, "run needs a \"command\" string");
@@ -144,9 +198,25 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 		snprintf(err, errlen, "timeout must be a number of seconds, 0 or more");
 		return -1;
 	}
-	struct hs_mcp_sess *ms = run_sess(m, hs_serve_str(args, "session"), err, errlen);
+	struct hs_mcp_sess *ms = hs_mcp_session(m, hs_serve_str(args, "session"), err, errlen);
 	if (!ms)
 		return -1;
+	if (hs_serve_true(args, "background")) {
+		if (k.in) {
+			snprintf(err, errlen, "a background run takes no stdin: give it a file instead");
+			return -1;
+		}
+		return run_background(ms, &rq, out, err, errlen);
+	}
+	/* The session shell runs one command at a time: while a handed-off one
+	 * still runs, the session refuses rather than queue behind it. */
+	struct hs_job *holder;
+	if (hs_conn_pump(&ms->hs.cn, 0, err, errlen) >= 0 && (holder = hs_conn_shell_holder(&ms->hs.cn))) {
+		snprintf(err, errlen, "session '%s' is busy: job j%u (a run handed off to the background) "
+		         "still runs in its shell; wait for it with job_output, stop it with job_kill, "
+		         "or run in another session (session_open)", ms->shown, holder->number);
+		return -1;
+	}
 	k.in_len = k.in ? strlen(k.in) : 0;
 	for (int i = 1; i <= 2; i++)
 		hs_capture_init(&k.cap[i], (size_t)ms->hs.lim.output_limit);
@@ -157,9 +227,13 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 	rq.stdin_pipe = nullfd >= 0;
 	struct hs_cmd_result res;
 	int oc = hs_session_exec(&ms->hs, &rq, &sink, &res);
-	if (oc == HS_OUTCOME_OK) {
+	if (oc == HS_OUTCOME_OK && res.out.job) {
+		handed_off_json(out, &res.out, k.cap, m->handoff_s);
+	} else if (oc == HS_OUTCOME_OK) {
 		yajl_gen_map_open(out);
 		hs_capture_json_result(out, &res.out, k.cap, res.restored);
+		hs_json_kbool(out, "running", 0);
+		hs_job_left_json(out, &res.out);
 		yajl_gen_map_close(out);
 	} else {
 		snprintf(err, errlen, "%s", res.why);
@@ -197,6 +271,16 @@ sess_json(yajl_gen g, const struct hs_mcp_sess *ms)
 	hs_json_kstr(g, "session", ms->shown);
 	hs_json_kstr(g, "backend", ms->hs.rec.backend);
 	hs_json_kbool(g, "persistent", ms->hs.persistent);
+	if (ms->adopted) {
+		hs_json_key(g, "adopted");
+		yajl_gen_array_open(g);
+		for (unsigned i = 0; i < ms->adopted; i++) {
+			char jn[32];
+			snprintf(jn, sizeof(jn), "j%u", ms->adopt_first + i);
+			hs_json_str(g, jn);
+		}
+		yajl_gen_array_close(g);
+	}
 	yajl_gen_map_close(g);
 }
 
@@ -271,6 +355,11 @@ hs_mcp_tool_call(struct hs_mcp *m, const char *name, yajl_val args, yajl_gen out
 		{ "session_open", tool_session_open },
 		{ "session_close", tool_session_close },
 		{ "session_list", tool_session_list },
+		{ "job_list", hs_mcp_job_list },
+		{ "job_output", hs_mcp_job_output },
+		{ "job_kill", hs_mcp_job_kill },
+		{ "read_file", hs_mcp_read_file },
+		{ "write_file", hs_mcp_write_file },
 	};
 	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
 		if (!strcmp(tools[i].name, name))

@@ -8,6 +8,7 @@
 #define HS_MCP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
@@ -19,6 +20,7 @@
 struct hs_mcp_sess {
 	char shown[65];
 	int used;
+	unsigned adopt_first, adopted; /* jobs taken over at open: j<first>, count */
 	struct hs_session hs;
 };
 
@@ -26,9 +28,13 @@ struct hs_mcp_sess {
 struct hs_mcp {
 	struct hs_core *c;
 	const char *backend;   /* --backend; NULL: the configured one */
+	const char *image;     /* --image: the sessions' default image, or NULL */
+	const char *workspace; /* --workspace: their default workspace, or NULL */
 	int mode;              /* resolved approval mode */
 	int cancel_fd;         /* readable when a stop or the client's cancel may be pending */
 	const struct hs_asker *asker; /* the client, when it can be asked (elicitation); else NULL */
+	int64_t handoff_s;     /* --handoff-after: a run still going after this long becomes a
+	                          job; 0: never */
 	char default_name[65]; /* the real name of the "default" session */
 	struct hs_mcp_sess sess[HS_MCP_MAX_SESSIONS];
 };
@@ -40,6 +46,21 @@ struct hs_mcp {
  */
 int hs_mcp_tool_call(struct hs_mcp *m, const char *name, yajl_val args, yajl_gen out, char *err,
                      size_t errlen);
+
+/* Files read_file and write_file move at most (bytes, before base64). */
+#define HS_MCP_FILE_MAX (1u << 20)
+/* job_output's default and largest chunk (bytes). */
+#define HS_MCP_CHUNK_MAX 65536
+
+/* The session a tool names (NULL: "default", opened on first use); NULL with err. */
+struct hs_mcp_sess *hs_mcp_session(struct hs_mcp *m, const char *name, char *err, size_t errlen);
+
+/* mcp-jobs.c: the job and file tools; each 0 with its result map in out, -1 with err. */
+int hs_mcp_job_list(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
+int hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
+int hs_mcp_job_kill(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
+int hs_mcp_read_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
+int hs_mcp_write_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 
 /* Non-zero once SIGTERM, SIGINT or SIGHUP asked the server to stop. */
 int hs_mcp_stopping(void);

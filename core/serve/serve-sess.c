@@ -151,23 +151,6 @@ reply_job(struct sess *ss, struct req *r, const struct hs_job *job)
 	srv_emit(ss->srv, g);
 }
 
-/* The fields of a job's state (poll and kill replies). */
-static void
-job_state_json(yajl_gen g, const struct hs_job *j)
-{
-	hs_json_kbool(g, "running", !j->done);
-	if (j->done) {
-		hs_json_kint(g, "exit_code", j->timed_out ? HS_EXIT_TIMEOUT : j->exit_code);
-		hs_json_kbool(g, "timed_out", j->timed_out);
-		hs_json_kbool(g, "cancelled", j->cancelled);
-		hs_json_kint(g, "duration_ms", j->duration_ms);
-	}
-	hs_json_kint(g, "stdout_bytes", (long long)j->cap[1].total);
-	hs_json_kint(g, "stderr_bytes", (long long)j->cap[2].total);
-	hs_json_kint(g, "stdout_dropped", (long long)j->cap[1].dropped);
-	hs_json_kint(g, "stderr_dropped", (long long)j->cap[2].dropped);
-}
-
 /* The fields of a job's output from "offset" (output replies). */
 static void
 job_output_json(yajl_gen g, struct req *r, struct hs_job *j)
@@ -186,20 +169,6 @@ job_output_json(yajl_gen g, struct req *r, struct hs_job *j)
 	hs_json_kbool(g, "gap", gap);
 	hs_json_kbool(g, "running", !j->done);
 	free(data);
-}
-
-/* The fields of a shell job (list and poll replies). */
-static void
-shell_job_json(yajl_gen g, const struct hs_shell_job *j)
-{
-	char name[32];
-	snprintf(name, sizeof(name), "s%llu", (unsigned long long)j->id);
-	hs_json_kstr(g, "job", name);
-	hs_json_kbool(g, "running", j->alive);
-	hs_json_kint(g, "processes", j->procs);
-	hs_json_kstr(g, "command", j->command);
-	hs_json_kint(g, "stdout_bytes", (long long)j->log_bytes[1]);
-	hs_json_kint(g, "stderr_bytes", (long long)j->log_bytes[2]);
 }
 
 #define SHELL_JOBS_MAX 64
@@ -225,7 +194,7 @@ do_shell_job(struct sess *ss, struct req *r, const char *name, const char *actio
 		yajl_gen_array_open(g);
 		for (int i = 0; i < n; i++) {
 			yajl_gen_map_open(g);
-			shell_job_json(g, &jobs[i]);
+			hs_shell_job_json(g, &jobs[i]);
 			yajl_gen_map_close(g);
 		}
 		yajl_gen_array_close(g);
@@ -249,23 +218,18 @@ do_shell_job(struct sess *ss, struct req *r, const char *name, const char *actio
 		}
 		g = srv_reply_ok(r->id);
 		hs_json_kbool(g, "killed", k == 0);
-		shell_job_json(g, j);
+		hs_shell_job_json(g, j);
 	} else if (!strcmp(action, "output")) {
 		const char *st = hs_serve_str(r->root, "stream");
 		int stream = st && !strcmp(st, "stderr") ? 2 : 1;
 		uint64_t off = hs_serve_uint(r->root, "offset", 0);
-		char path[4200];
 		void *buf = NULL;
-		size_t len = 0, limit = (size_t)ss->hs.lim.output_limit;
-		hs_conn_shell_job_log(&ss->hs.cn, j->id, stream, path, sizeof(path));
-		if (j->log_bytes[stream] &&
-		    hs_conn_get(&ss->hs.cn, path, (size_t)j->log_bytes[stream] + 65536, &buf, &len, err,
-		                sizeof(err)) < 0) {
+		size_t from, take, total;
+		if (hs_conn_shell_job_read(&ss->hs.cn, j, stream, off, (size_t)ss->hs.lim.output_limit,
+		                           &buf, &from, &take, &total, err, sizeof(err)) < 0) {
 			srv_reply_error(s, r->id, "backend_error", err);
 			return;
 		}
-		size_t from = off < len ? (size_t)off : len;
-		size_t take = len - from < limit ? len - from : limit;
 		g = srv_reply_ok(r->id);
 		hs_json_kstr(g, "job", name);
 		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
@@ -276,7 +240,7 @@ do_shell_job(struct sess *ss, struct req *r, const char *name, const char *actio
 		free(buf);
 	} else {
 		g = srv_reply_ok(r->id);
-		shell_job_json(g, j);
+		hs_shell_job_json(g, j);
 	}
 	yajl_gen_map_close(g);
 	srv_emit(s, g);
@@ -325,7 +289,7 @@ do_job(struct sess *ss, struct req *r)
 	if (!strcmp(action, "output"))
 		job_output_json(g, r, j);
 	else
-		job_state_json(g, j);
+		hs_job_state_json(g, j);
 	yajl_gen_map_close(g);
 	srv_emit(s, g);
 	return 0;
@@ -399,12 +363,7 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 	hs_capture_json_result(g, &res->out, k->cap, res->restored);
 	if (k->stream)
 		hs_json_kint(g, "stream_dropped", (long long)k->stream_dropped);
-	/* What it left running in the session shell is a job: "s" and its runner id. */
-	if (res->out.jobs_left) {
-		char name[32];
-		snprintf(name, sizeof(name), "s%llu", (unsigned long long)res->out.runner_id);
-		hs_json_kstr(g, "job", name);
-	}
+	hs_job_left_json(g, &res->out);
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
 }
@@ -616,29 +575,10 @@ do_close(struct sess *ss, struct req *r)
 static int
 file_gate(struct sess *ss, struct req *r, const char *path, int put)
 {
-	struct srv *s = ss->srv;
-	char err[1024];
-	/* The same line as for commands: nothing writes hs's own files on the host. */
-	if (put && hs_guard_protects(s->c, path)) {
-		snprintf(err, sizeof(err), "put_file refused: %s is one of the files that decide hs policy "
-		         "(config, allow list, policy, state)", path);
-		srv_reply_error(s, r->id, "denied", err);
-		return 0;
-	}
-	size_t ql = hs_shell_quote(NULL, path), pl = put ? 6 : 4;
-	char *fcmd = malloc(pl + ql + 1);
-	if (!fcmd) {
-		srv_reply_error(s, r->id, "internal", "out of memory");
-		return 0;
-	}
-	memcpy(fcmd, put ? "cat > " : "cat ", pl);
-	hs_shell_quote(fcmd + pl, path);
-	fcmd[pl + ql] = '\0';
 	struct hs_approval_out verdict;
-	int allowed = hs_session_gate(&ss->hs, fcmd, &verdict);
-	free(fcmd);
+	int allowed = hs_session_file_gate(&ss->hs, path, put, &verdict);
 	if (!allowed)
-		srv_reply_error(s, r->id, "denied", verdict.why);
+		srv_reply_error(ss->srv, r->id, "denied", verdict.why);
 	return allowed;
 }
 

@@ -8,7 +8,8 @@
  * is audited; an unwritable audit log refuses the command (fail closed);
  * ask mode puts the question to the session's asker, and a "session" grant
  * is not asked again; a command may narrow, never widen, the session's mode;
- * a risk only a backend sees is decided with the session's mode and asker.
+ * a risk only a backend sees is decided with the session's mode and asker;
+ * a command still running at its hand-off time goes on as a job.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -150,6 +151,56 @@ test_runs_and_streams(void **state)
 	/* The decision and then the exit are in the audit log. */
 	assert_non_null(strstr(audit_text(), "echo hello; exit 3"));
 	assert_non_null(strstr(audit_text(), "\"exit_code\":3"));
+	assert_int_equal(hs_session_close(&s, 0, NULL, 0), 0);
+	hs_session_free(&s);
+	hs_core_free(&core);
+}
+
+/* A command still running at handoff_ms goes on as a job that holds the session
+ * shell; its output (all of it, from offset 0) and exit reach the job, and the
+ * session runs commands again once it ended.  The command waits for a file the
+ * test makes only after the hand-off, so it cannot end before. */
+static void
+test_handoff(void **state)
+{
+	struct hs_session s;
+	struct hs_cmd_result res;
+	char cmd[256], go[128], err[256];
+	(void)state;
+	core_up(NULL);
+	open_session(&s, HS_APPROVAL_APPROVE);
+	snprintf(go, sizeof(go), "%s/go", dir);
+	snprintf(cmd, sizeof(cmd), "echo a; while [ ! -e %s ]; do sleep 0.1; done; echo b; exit 4", go);
+	struct hs_cmd_req rq = { .command = cmd, .timeout_s = 60, .bounded = 1, .keep_state = 1,
+	                         .handoff_ms = 500 };
+	out_len = 0;
+	assert_int_equal(hs_session_exec(&s, &rq, &sink, &res), HS_OUTCOME_OK);
+	struct hs_job *j = res.out.job;
+	assert_non_null(j);
+	assert_false(j->done);
+	assert_ptr_equal(hs_conn_shell_holder(&s.cn), j);
+	assert_non_null(strstr(j->command, "echo a"));
+	int fd = open(go, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	for (int i = 0; i < 150 && !j->done; i++)
+		assert_true(hs_conn_pump(&s.cn, 200, err, sizeof(err)) >= 0);
+	assert_true(j->done);
+	assert_int_equal(j->exit_code, 4);
+	size_t n;
+	char *got = hs_capture_join(&j->cap[1], &n);
+	assert_non_null(got);
+	assert_int_equal(n, 4);
+	assert_memory_equal(got, "a\nb\n", 4);
+	free(got);
+	assert_null(hs_conn_shell_holder(&s.cn));
+	rq = (struct hs_cmd_req){ .command = "echo c", .timeout_s = 30, .bounded = 1, .keep_state = 1,
+	                          .handoff_ms = 500 };
+	out_len = 0;
+	assert_int_equal(hs_session_exec(&s, &rq, &sink, &res), HS_OUTCOME_OK);
+	assert_null(res.out.job);
+	assert_int_equal(out_len, 2);
+	assert_memory_equal(out, "c\n", 2);
 	assert_int_equal(hs_session_close(&s, 0, NULL, 0), 0);
 	hs_session_free(&s);
 	hs_core_free(&core);
@@ -308,6 +359,7 @@ main(void)
 		cmocka_unit_test(test_ask_and_session_grant),
 		cmocka_unit_test(test_mode_resolve),
 		cmocka_unit_test(test_backend_risk),
+		cmocka_unit_test(test_handoff),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[128];
