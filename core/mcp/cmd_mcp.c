@@ -61,12 +61,6 @@ on_stop(int sig)
 	errno = saved;
 }
 
-int
-hs_mcp_stopping(void)
-{
-	return stop_requested;
-}
-
 /* --- the tools' schemas ------------------------------------------------- */
 
 /* One property of a schema: name, JSON type, description; required when req. */

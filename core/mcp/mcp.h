@@ -41,9 +41,6 @@ struct hs_mcp {
 int hs_mcp_tool_call(struct hs_mcp *m, const char *name, yajl_val args, yajl_gen out, char *err,
                      size_t errlen);
 
-/* Non-zero once SIGTERM, SIGINT or SIGHUP asked the server to stop. */
-int hs_mcp_stopping(void);
-
 /*
  * The running tool call's output as it comes (stream 1 or 2): kept for
  * progress notifications, sent when the client asked for progress.
