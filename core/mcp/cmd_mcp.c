@@ -61,12 +61,6 @@ on_stop(int sig)
 	errno = saved;
 }
 
-int
-hs_mcp_stopping(void)
-{
-	return stop_requested;
-}
-
 /* --- the tools' schemas ------------------------------------------------- */
 
 /* One property of a schema: name, JSON type, description; required when req. */
@@ -1323,13 +1317,11 @@ hs_cmd_mcp(struct hs_core *c, int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	/* The worker takes no signals: they wake the reader's poll (the stop pipe). */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	/* Signals are not blocked in the worker: a mask would be inherited by every
+	 * process it starts (runners, backend tools).  Whichever thread takes a
+	 * stop, its byte in the stop pipe wakes the reader. */
 	pthread_t wt;
 	int werr = pthread_create(&wt, NULL, worker, &m);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (werr) {
 		hs_die_msg("cannot start the worker thread: %s", strerror(werr));
 		return HS_EXIT_FAIL;

@@ -62,9 +62,6 @@ int hs_mcp_job_kill(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, si
 int hs_mcp_read_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_write_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 
-/* Non-zero once SIGTERM, SIGINT or SIGHUP asked the server to stop. */
-int hs_mcp_stopping(void);
-
 /*
  * The running tool call's output as it comes (stream 1 or 2): kept for
  * progress notifications, sent when the client asked for progress.

@@ -143,7 +143,18 @@ try {
 	      progress.some((p) => /tick\d/.test(p.message ?? "")), progress);
 	check("progress increases", progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress),
 	      progress);
-	// Without a token: none (onprogress absent, nothing arrives that the SDK would reject).
+
+	// The runner hs mcp started for the session does not inherit blocked signals (SIGTERM stops it).
+	const runners = fs.readdirSync("/proc").filter((q) => /^\d+$/.test(q)).filter((q) => {
+		try { const cl = fs.readFileSync(`/proc/${q}/cmdline`, "utf8"); return cl.includes("hs-runner") && cl.includes(tmp); }
+		catch { return false; }
+	});
+	const blocked = runners.map((q) => {
+		try { return BigInt("0x" + /SigBlk:\s*([0-9a-f]+)/.exec(fs.readFileSync(`/proc/${q}/status`, "utf8"))[1]); }
+		catch { return 0n; }
+	});
+	check("the session's runner does not have SIGTERM blocked", runners.length > 0 &&
+	      blocked.every((b) => (b & (1n << 14n)) === 0n), blocked.map((b) => b.toString(16)));
 
 	// Ping answered while a command runs; notifications/cancelled kills it (its whole tree).
 	const ac = new AbortController();
