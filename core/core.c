@@ -272,12 +272,19 @@ host_resolve_credentials(void *ctx, const char *provider, struct hs_credentials 
 	return hs_cred_resolve(&q, out, err, HS_ERR_MAX);
 }
 
-static uint64_t
-host_now_ms(void *ctx)
+int64_t
+hs_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t
+host_now_ms(void *ctx)
+{
+	(void)ctx;
+	return (uint64_t)hs_now_ms();
 }
 
 const struct hs_host_v1 *

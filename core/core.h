@@ -95,6 +95,9 @@ struct hs_backend *hs_core_backend(struct hs_core *c, const char *name, char *er
  */
 const struct hs_host_v1 *hs_core_host_for(struct hs_core *c, struct hs_backend *b, const char *name);
 
+/* Milliseconds of CLOCK_MONOTONIC: the one clock of deadlines and durations. */
+int64_t hs_now_ms(void);
+
 /* Load the policy (shipped rules, then the admin's policy.d) on first use. */
 struct hs_policy *hs_core_policy(struct hs_core *c, char *err, size_t errlen);
 

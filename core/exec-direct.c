@@ -32,14 +32,6 @@
 #define HS_DIRECT_STDIN_MAX (16u * 1024u * 1024u)
 #define HS_DIRECT_SLACK_MS 5000 /* past deadline + grace: the core cancels */
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct direct {
 	struct hs_conn *cn;
 	const struct hs_sink_ops *sink;
@@ -105,7 +97,7 @@ watcher(void *arg)
 			send_cancel(d);
 		/* The backend must stop the command at its deadline; the core backs it up. */
 		if (d->deadline_ms > 0 && !d->deadline_fired &&
-		    now_ms() - d->start > d->deadline_ms + d->grace_ms + HS_DIRECT_SLACK_MS) {
+		    hs_now_ms() - d->start > d->deadline_ms + d->grace_ms + HS_DIRECT_SLACK_MS) {
 			hs_warn("backend '%s' did not stop a command at its deadline; cancelling it",
 			        d->cn->be->plugin.name);
 			d->deadline_fired = 1;
@@ -216,7 +208,7 @@ run(struct direct *d, const char *const *argv, uint32_t argc, char *const *envp,
 		pthread_mutex_destroy(&d->lock);
 		return -1;
 	}
-	d->start = now_ms();
+	d->start = hs_now_ms();
 	int watching = pthread_create(&th, NULL, watcher, d) == 0;
 	struct hs_exec_req req = {
 		.struct_size = sizeof(req),
@@ -343,7 +335,7 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	int64_t start = now_ms();
+	int64_t start = hs_now_ms();
 	if (run(&d, argv, argc, o->envp, o->start_dir, in, in_len, &res, err, errlen) < 0)
 		goto out;
 	for (int s = 1; sink && s <= 2; s++) {
@@ -356,7 +348,7 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 	out->cancelled = res.cancelled;
 	out->total[1] = d.total[1];
 	out->total[2] = d.total[2];
-	out->duration_ms = now_ms() - start;
+	out->duration_ms = hs_now_ms() - start;
 	rc = 0;
 out:
 	for (int i = 1; i <= 2; i++)

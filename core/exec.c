@@ -32,14 +32,6 @@
 #define HS_STATE_MAX (4u * 1024u * 1024u)
 #define HS_REATTACH_TRIES 5
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A job and what it holds: output, redactors. */
 static void
 job_free(struct hs_job *j)
@@ -301,7 +293,7 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 			if (!k->done && !attach_lists(ev, k->id)) {
 				k->done = 1;
 				k->exit_code = 125;
-				k->duration_ms = now_ms() - k->start_ms;
+				k->duration_ms = hs_now_ms() - k->start_ms;
 			}
 		return;
 	}
@@ -344,7 +336,7 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 		j->exit_code = ev->exit_code;
 		j->timed_out = ev->timed_out;
 		j->cancelled = ev->cancelled;
-		j->duration_ms = now_ms() - j->start_ms;
+		j->duration_ms = hs_now_ms() - j->start_ms;
 		for (int s = 1; s <= 2; s++)
 			if (j->red[s]) {
 				hs_redact_flush(j->red[s], capture_emit, &j->cap[s]);
@@ -356,7 +348,7 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 	case HSR_EV_ERROR:
 		j->done = 1;
 		j->exit_code = 125;
-		j->duration_ms = now_ms() - j->start_ms;
+		j->duration_ms = hs_now_ms() - j->start_ms;
 		break;
 	default:
 		break;
@@ -506,7 +498,7 @@ hand_off(struct hs_conn *cn, struct handoff *h, const struct hs_exec_opts *o, ui
 	pthread_mutex_unlock(&cn->lock);
 	out->job = j;
 	out->runner_id = id;
-	out->duration_ms = now_ms() - start;
+	out->duration_ms = hs_now_ms() - start;
 }
 
 int
@@ -521,7 +513,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
 	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
 	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0, sent_exec = 0;
-	int64_t start = now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
+	int64_t start = hs_now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256] = "";
 	struct handoff h;
 
@@ -560,7 +552,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 		struct pollfd pf[3];
 		int np = 0, ti = -1, timeout = 1000;
 		if (h.job && !cancel_sent) {
-			int64_t left = o->handoff_ms - (now_ms() - start);
+			int64_t left = o->handoff_ms - (hs_now_ms() - start);
 			if (left <= 0) {
 				if (stdin_open)
 					hsr_client_stdin_eof(cn->rc, id);
@@ -593,7 +585,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 		}
 		/* The core backs the runner's deadline up: cancel, then give up. */
 		if (o->deadline_ms > 0) {
-			int64_t over = now_ms() - start - o->deadline_ms;
+			int64_t over = hs_now_ms() - start - o->deadline_ms;
 			if (over > grace + 5000 && !cancel_sent) {
 				hsr_client_cancel(cn->rc, id);
 				cancel_sent = 1;
@@ -725,7 +717,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			break;
 		}
 	}
-	out->duration_ms = now_ms() - start;
+	out->duration_ms = hs_now_ms() - start;
 	rc = 0;
 	if (o->keep_state && state.len && !state.overflow && !out->timed_out && !out->cancelled) {
 		size_t n = hs_shell_filter_snapshot(state.data, state.len);
@@ -1042,7 +1034,7 @@ hs_conn_adopt(struct hs_conn *cn, size_t limit, unsigned *first, unsigned *count
 			return -1;
 		}
 		j->id = a->id;
-		j->start_ms = now_ms();
+		j->start_ms = hs_now_ms();
 		/* What the lost client took is gone: the job's output starts at
 		 * the runner's resend offset, after a gap of that size. */
 		for (int st = 1; st <= 2; st++) {
@@ -1092,7 +1084,7 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	j->number = next_job_number(cn);
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
-	j->start_ms = now_ms();
+	j->start_ms = hs_now_ms();
 	snprintf(j->command, sizeof(j->command), "%s", o->command);
 	if (ensure_stream(cn, err, errlen) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
 		if (cn->rc)
@@ -1126,7 +1118,7 @@ hs_conn_pump(struct hs_conn *cn, int timeout_ms, char *err, size_t errlen)
 			if (!j->done) {
 				j->done = 1;
 				j->exit_code = 125;
-				j->duration_ms = now_ms() - j->start_ms;
+				j->duration_ms = hs_now_ms() - j->start_ms;
 			}
 	}
 	return r;

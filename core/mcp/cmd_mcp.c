@@ -454,14 +454,6 @@ static struct {
 	.ask_timeout_ms = 120000,
 };
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wake the running command's exec loop (R.mu held or not: a pipe write). */
 static void
 poke_running(void)
@@ -501,7 +493,7 @@ progress_due(void)
 {
 	if (!R.token)
 		return NULL;
-	int64_t now = now_ms();
+	int64_t now = hs_now_ms();
 	if (now - R.sent_ms < MCP_PROGRESS_MS || (R.total == R.sent_total && now - R.sent_ms < MCP_BEAT_MS))
 		return NULL;
 	R.sent_ms = now;
@@ -830,7 +822,7 @@ worker(void *arg)
 		R.cancelled = 0;
 		yajl_val tok = hs_serve_val(hs_serve_val(c->params, "_meta"), "progressToken");
 		R.token = tok && (YAJL_IS_STRING(tok) || YAJL_IS_INTEGER(tok)) ? tok : NULL;
-		R.start_ms = R.sent_ms = now_ms();
+		R.start_ms = R.sent_ms = hs_now_ms();
 		R.total = R.sent_total = 0;
 		R.last_len = 0;
 		/* Sessions opened from now on ask the client when it can be asked. */

@@ -11,21 +11,10 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { HS, check, failed, scratch, sleep } from "./lib.mjs";
 
-const HS = path.join(process.env.top_builddir, "core", "hs");
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hs-mcp-async."));
-fs.mkdirSync(tmp + "/run", { mode: 0o700 });
-const env = { ...process.env, XDG_STATE_HOME: tmp + "/state", XDG_CONFIG_HOME: tmp + "/config",
-              XDG_CACHE_HOME: tmp + "/cache", XDG_RUNTIME_DIR: tmp + "/run" };
-let fails = 0;
+const { tmp, env } = scratch("hs-mcp-async.");
 
-function check(name, cond, detail) {
-	console.log((cond ? "ok: " : "FAIL: ") + name + (cond ? "" : " " + JSON.stringify(detail)));
-	if (!cond)
-		fails++;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Resolves to what p resolves to, or to "timeout" after ms.
 const within = (p, ms) => Promise.race([p, sleep(ms).then(() => "timeout")]);
@@ -241,4 +230,4 @@ try {
 }
 await until(() => pgrep("^[s]leep 424[2-5]$").length === 0);
 fs.rmSync(tmp, { recursive: true, force: true });
-process.exit(fails ? 1 : 0);
+process.exit(failed());

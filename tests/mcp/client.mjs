@@ -8,20 +8,10 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { HS, check, failed, scratch, sleep } from "./lib.mjs";
 
-const HS = path.join(process.env.top_builddir, "core", "hs");
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hs-mcp."));
-fs.mkdirSync(tmp + "/run", { mode: 0o700 });
+const { tmp, env } = scratch("hs-mcp.");
 fs.mkdirSync(tmp + "/work");
-const env = { ...process.env, XDG_STATE_HOME: tmp + "/state", XDG_CONFIG_HOME: tmp + "/config",
-              XDG_CACHE_HOME: tmp + "/cache", XDG_RUNTIME_DIR: tmp + "/run" };
-let fails = 0;
-
-function check(name, cond, detail) {
-	console.log((cond ? "ok: " : "FAIL: ") + name + (cond ? "" : " " + JSON.stringify(detail)));
-	if (!cond)
-		fails++;
-}
 
 async function connect(args) {
 	const transport = new StdioClientTransport({ command: HS, args: ["mcp", ...args], env,
@@ -74,7 +64,6 @@ async function settle() {
 }
 
 const byIdIn = (rep, id) => rep.find((x) => x.id === id);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const run = (client, args) => client.callTool({ name: "run", arguments: args });
 
 try {
@@ -236,4 +225,4 @@ try {
 for (let i = 0; i < 300 && ours().length; i++)
 	await sleep(100);
 fs.rmSync(tmp, { recursive: true, force: true });
-process.exit(fails ? 1 : 0);
+process.exit(failed());

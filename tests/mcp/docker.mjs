@@ -9,21 +9,10 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { HS, check, failed, scratch, sleep } from "./lib.mjs";
 
-const HS = path.join(process.env.top_builddir, "core", "hs");
 const IMAGE = process.env.HS_MCP_IMAGE;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hs-mcpd."));
-fs.mkdirSync(tmp + "/run", { mode: 0o700 });
-const env = { ...process.env, XDG_STATE_HOME: tmp + "/state", XDG_CONFIG_HOME: tmp + "/config",
-              XDG_CACHE_HOME: tmp + "/cache", XDG_RUNTIME_DIR: tmp + "/run" };
-let fails = 0;
-
-function check(name, cond, detail) {
-	console.log((cond ? "ok: " : "FAIL: ") + name + (cond ? "" : " " + JSON.stringify(detail)));
-	if (!cond)
-		fails++;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const { tmp, env } = scratch("hs-mcpd.");
 const containers = () => spawnSync("docker", ["ps", "-aq"], { env, encoding: "utf8" }).stdout.trim();
 
 try {
@@ -66,4 +55,4 @@ try {
 } finally {
 	fs.rmSync(tmp, { recursive: true, force: true });
 }
-process.exit(fails ? 1 : 0);
+process.exit(failed());

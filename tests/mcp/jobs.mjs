@@ -10,23 +10,13 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { HS, check, failed, scratch, sleep } from "./lib.mjs";
 
-const HS = path.join(process.env.top_builddir, "core", "hs");
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hs-mcpjobs."));
-fs.mkdirSync(tmp + "/run", { mode: 0o700 });
+const { tmp, env: base } = scratch("hs-mcpjobs.");
 fs.mkdirSync(tmp + "/home");
-const env = { ...process.env, HOME: tmp + "/home", XDG_STATE_HOME: tmp + "/state",
-              XDG_CONFIG_HOME: tmp + "/config", XDG_CACHE_HOME: tmp + "/cache",
-              XDG_RUNTIME_DIR: tmp + "/run" };
+const env = { ...base, HOME: tmp + "/home" };
 // Numbers no other test uses (pids differ): the processes of this test are found by them.
 const tag = 7000000 + process.pid * 3;
-let fails = 0;
-
-function check(name, cond, detail) {
-	console.log((cond ? "ok: " : "FAIL: ") + name + (cond ? "" : " " + JSON.stringify(detail)));
-	if (!cond)
-		fails++;
-}
 
 const clients = [];
 async function connect(args, extra = {}) {
@@ -38,7 +28,6 @@ async function connect(args, extra = {}) {
 	return client;
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const call = (client, name, args) => client.callTool({ name, arguments: args });
 // Processes whose command line has "sleep N" (pattern with the [x] trick, so
 // it matches no shell that merely names the pattern).
@@ -262,4 +251,4 @@ for (const c of clients)
 for (const n of [tag, tag + 1, tag + 2, tag + 3, tag + 4])
 	await poll(() => !running(n));
 fs.rmSync(tmp, { recursive: true, force: true });
-process.exit(fails ? 1 : 0);
+process.exit(failed());
