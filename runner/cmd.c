@@ -91,6 +91,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 		cmd->owner = c;
 		cmd->credit = req->credit;
 		cmd->grace_ms = req->grace_ms;
+		cmd->report_wait = (req->flags & HSR_EXEC_REPORT_WAIT) != 0;
 		for (int s = 0; s <= 3; s++)
 			cmd->pipe_fd[s] = -1;
 		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;

@@ -40,6 +40,8 @@ struct hsr_cmd {
 	uint8_t restarted;      /* the shell lost its state during this command */
 	char reason[200];
 	uint32_t jobs_left;     /* processes the command left running */
+	int report_wait;        /* the EXEC asked for WAITING frames */
+	int waiting;            /* the last WAITING sent said 1 */
 };
 
 struct hsr_put {
