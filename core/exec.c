@@ -394,7 +394,7 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.stdin_pipe = o->stdin_pipe,
 		.want_state = o->keep_state && !session,
 		.session = session,
-		.report_wait = session && o->stdin_pipe,
+		.report_wait = o->stdin_pipe,
 		.merge_env = cn->merge_env,
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
@@ -737,9 +737,12 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			}
 			break;
 		case HSR_EV_EXIT:
-			/* Only a command stopped while it waited counts as waiting. */
+			/* Only a command stopped while it waited counts as waiting;
+			 * its prompt is the last line of all it wrote. */
 			if (!ev.timed_out && !ev.cancelled)
 				out->waiting_input = 0;
+			else if (out->waiting_input)
+				prompt_of(&last, o, out->prompt);
 			out->exit_code = ev.exit_code;
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;

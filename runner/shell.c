@@ -1397,33 +1397,32 @@ static int waiting_for_more(struct hsr_shell *sh)
 }
 
 /*
- * Whether the running command waits for input: its stdin pipe holds
- * nothing (nothing is left to write into it either) and the shell (a
- * `read` builtin) or a process of the command is blocked reading it.
+ * Whether cmd waits for input: its stdin pipe holds nothing (nothing is
+ * left to write into it either) and a process below top that started at
+ * since or later (or top itself, with top_too) is blocked reading it.
  * Returns 1 then.
  */
-static int waiting_input(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *cmd)
+static int waiting_input(struct hsr_cmd *cmd, pid_t top, int top_too, unsigned long long since)
 {
 	struct hsr_proc *t;
 	struct stat st;
 	pid_t self = getpid();
 	int queued = 0, n, hit = 0;
 
-	if (cmd->stdin_fd < 0 || cmd->stdin_pos < cmd->stdin_buf.len ||
+	if (cmd->stdin_fd < 0 || cmd->done || cmd->stdin_pos < cmd->stdin_buf.len ||
 	    fstat(cmd->stdin_fd, &st) < 0 || ioctl(cmd->stdin_fd, FIONREAD, &queued) < 0 || queued > 0)
 		return 0;
-	if (sh->pid > 0 && reading_inode(sh->pid, (unsigned long)st.st_ino))
+	if (top_too && reading_inode(top, (unsigned long)st.st_ino))
 		return 1;
-	/* Processes below the shell that started with the command or later. */
 	n = hsr_proc_table(&t);
 	for (int i = 0; i < n && !hit; i++) {
 		struct hsr_proc *q = &t[i];
 		int depth = 0;
 
-		if (q->pid == self || q->pid == sh->pid || q->start < sh->start_tick)
+		if (q->pid == self || q->pid == top || q->start < since)
 			continue;
 		for (struct hsr_proc *a = q; a && depth < 4096; depth++, a = hsr_proc_find(t, n, a->ppid))
-			if (a->ppid == sh->pid) {
+			if (a->ppid == top) {
 				hit = reading_inode(q->pid, (unsigned long)st.st_ino);
 				break;
 			}
@@ -1627,12 +1626,33 @@ int64_t hsr_shell_tick(struct hsr_daemon *d)
 			sh->incomplete_sent = 1;
 			shutdown(sh->in_fd, SHUT_WR);
 		}
+		/* The shell (a `read` builtin) or a process of the command. */
 		if (cmd->report_wait)
-			report_waiting(cmd, waiting_input(d, sh, cmd));
+			report_waiting(cmd, waiting_input(cmd, sh->pid, 1, sh->start_tick));
 	}
 	if (sh->pid > 0 && (wake < 0 || sh->next_check < wake))
 		wake = sh->next_check;
 	return wake;
+}
+
+int64_t hsr_waiting_tick(struct hsr_daemon *d)
+{
+	int64_t now = hsr_now_ms();
+	int any = 0;
+
+	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next) {
+		/* Once it is being stopped, its dying is no answer: WAITING stands. */
+		if (cmd->session || !cmd->report_wait || cmd->shim <= 0 ||
+		    (cmd->stop_at > 0 && now >= cmd->stop_at))
+			continue;
+		any = 1;
+		/* One-shot commands: the processes below their shim. */
+		if (now >= d->next_wait_check)
+			report_waiting(cmd, waiting_input(cmd, cmd->shim, 0, 0));
+	}
+	if (now >= d->next_wait_check)
+		d->next_wait_check = now + INCOMPLETE_CHECK_MS;
+	return any ? d->next_wait_check : -1;
 }
 
 int hsr_shell_alive(struct hsr_daemon *d)
