@@ -158,4 +158,9 @@ hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capt
 		hs_json_kbool(g, "shell_restarted", 1);
 		hs_json_kstr(g, "shell_restarted_reason", res->restart_reason);
 	}
+	/* Stopped while it waited for input: what it asked, as far as known. */
+	if (res->waiting_input) {
+		hs_json_kbool(g, "waiting_input", 1);
+		hs_json_kbytes(g, "prompt", res->prompt, strlen(res->prompt));
+	}
 }

@@ -77,10 +77,75 @@ push(char ***v, size_t *n, size_t *cap, char *s)
 	return 0;
 }
 
+/* Replaces the variable of kv's name in out, or appends kv (copied). */
+static int
+put_var(struct hs_envlist *out, size_t *cap, const char *kv)
+{
+	size_t len = (size_t)(strchr(kv, '=') - kv) + 1;
+	size_t k;
+	for (k = 0; k < out->n; k++)
+		if (strncmp(out->v[k], kv, len) == 0)
+			break;
+	char *copy = strdup(kv);
+	if (!copy)
+		return -1;
+	if (k < out->n) {
+		free(out->v[k]);
+		out->v[k] = copy;
+		return 0;
+	}
+	return push(&out->v, &out->n, cap, copy);
+}
+
+/* 1 when out holds a variable named like kv's name. */
+static int
+has_var(const struct hs_envlist *out, const char *kv, size_t len)
+{
+	for (size_t k = 0; k < out->n; k++)
+		if (strncmp(out->v[k], kv, len) == 0 && out->v[k][len] == '=')
+			return 1;
+	return 0;
+}
+
+/*
+ * What an editor is in a session: a command that says why it cannot be one
+ * and fails, so `git commit` without -m ends at once with that message
+ * instead of waiting for a person, or committing an empty message.  Plain
+ * sh, so it exists in every image (busybox too).
+ */
+#define HS_NO_EDITOR "sh -c 'echo \"hs: no interactive editor in this session; pass the text on " \
+	"the command line (git commit -m ...)\" >&2; exit 1' hs-editor"
+
+size_t
+hs_env_noninteractive(const char *ci, const char **out, char **ci_buf)
+{
+	static const char *const fixed[] = {
+		"GIT_EDITOR=" HS_NO_EDITOR, "EDITOR=" HS_NO_EDITOR, "VISUAL=" HS_NO_EDITOR,
+		/* git asks neither on the terminal nor through a helper; Git
+		 * Credential Manager does not open its own prompt. */
+		"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "GCM_INTERACTIVE=never",
+		/* ssh never runs an askpass program (a GUI one would wait for a
+		 * person); without a terminal it cannot ask any other way. */
+		"SSH_ASKPASS_REQUIRE=never",
+		"PAGER=cat", "GIT_PAGER=cat", "MANPAGER=cat", "SYSTEMD_PAGER=",
+		"DEBIAN_FRONTEND=noninteractive", "PIP_NO_INPUT=1", "NPM_CONFIG_YES=true",
+	};
+	size_t n = 0;
+	for (; n < sizeof(fixed) / sizeof(fixed[0]); n++)
+		out[n] = fixed[n];
+	*ci_buf = NULL;
+	if (ci && (*ci_buf = malloc(strlen(ci) + 4))) {
+		memcpy(*ci_buf, "CI=", 3);
+		strcpy(*ci_buf + 3, ci);
+		out[n++] = *ci_buf;
+	}
+	return n;
+}
+
 int
 hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passthrough,
-             size_t n_pass, const char *const *sets, size_t n_sets, int only_listed,
-             const char **bad)
+             size_t n_pass, const char *const *defaults, size_t n_defaults,
+             const char *const *sets, size_t n_sets, int only_listed, const char **bad)
 {
 	size_t cap = 0, scap = 0;
 
@@ -105,6 +170,15 @@ hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passt
 		if (push(&out->v, &out->n, &cap, strdup(base[i])) < 0)
 			goto nomem;
 	}
+	size_t from_base = out->n;
+	for (size_t i = 0; i < n_defaults; i++) {
+		size_t len = (size_t)(strchr(defaults[i], '=') - defaults[i]);
+		/* A name the user passes through keeps the user's value. */
+		if (listed(defaults[i], len, passthrough, n_pass) && has_var(out, defaults[i], len))
+			continue;
+		if (put_var(out, &cap, defaults[i]) < 0)
+			goto nomem;
+	}
 	for (size_t i = 0; i < n_sets; i++) {
 		const char *eq = strchr(sets[i], '=');
 		/* HS_* stay out even when asked for: a command must not reconfigure hs. */
@@ -114,22 +188,12 @@ hs_env_build(struct hs_envlist *out, char *const *base, const char *const *passt
 			hs_env_free(out);
 			return -1;
 		}
-		size_t len = (size_t)(eq - sets[i]) + 1;
-		size_t k;
-		for (k = 0; k < out->n; k++)
-			if (strncmp(out->v[k], sets[i], len) == 0)
-				break;
-		char *copy = strdup(sets[i]);
-		if (!copy)
+		if (put_var(out, &cap, sets[i]) < 0)
 			goto nomem;
-		if (k < out->n) {
-			free(out->v[k]);
-			out->v[k] = copy;
-		} else if (push(&out->v, &out->n, &cap, copy) < 0) {
-			goto nomem;
-		}
 	}
-	if (!out->v && !only_listed && push(&out->v, &out->n, &cap, strdup("PATH=/usr/local/bin:/usr/bin:/bin")) < 0)
+	/* An empty host environment still finds programs. */
+	if (!from_base && !only_listed && !has_var(out, "PATH", 4) &&
+	    push(&out->v, &out->n, &cap, strdup("PATH=/usr/local/bin:/usr/bin:/bin")) < 0)
 		goto nomem;
 	return 0;
 nomem:

@@ -394,6 +394,7 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.stdin_pipe = o->stdin_pipe,
 		.want_state = o->keep_state && !session,
 		.session = session,
+		.report_wait = o->stdin_pipe,
 		.merge_env = cn->merge_env,
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
@@ -501,6 +502,55 @@ hand_off(struct hs_conn *cn, struct handoff *h, const struct hs_exec_opts *o, ui
 	out->duration_ms = hs_now_ms() - start;
 }
 
+/* The last line of a command's output, as far as it fits: a prompt. */
+struct last_line {
+	char s[256];
+	size_t n;
+	int ended; /* a newline ended it: the next byte starts another */
+};
+
+static void
+last_line_feed(struct last_line *l, const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '\n' || buf[i] == '\r') {
+			l->ended = l->n > 0;
+			continue;
+		}
+		if (l->ended)
+			l->n = l->ended = 0;
+		if (l->n < sizeof(l->s) - 1)
+			l->s[l->n++] = buf[i];
+	}
+}
+
+static void
+prompt_emit(void *ctx, const char *data, size_t len)
+{
+	char *p = ctx;
+	size_t have = strlen(p);
+	if (len > 255 - have)
+		len = 255 - have;
+	memcpy(p + have, data, len);
+	p[have + len] = '\0';
+}
+
+/* The prompt of l into out[256], with the secrets of o redacted. */
+static void
+prompt_of(const struct last_line *l, const struct hs_exec_opts *o, char *out)
+{
+	struct hs_redactor *r = NULL;
+	out[0] = '\0';
+	if (o->n_secrets && hs_redactor_new(&r, (const char *const *)o->secrets, o->n_secrets) == 0) {
+		hs_redact_feed(r, l->s, l->n, prompt_emit, out);
+		hs_redact_flush(r, prompt_emit, out);
+		hs_redactor_free(r);
+		return;
+	}
+	if (!o->n_secrets)
+		prompt_emit(out, l->s, l->n);
+}
+
 int
 hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
              struct hs_exec_out *out, char *err, size_t errlen)
@@ -516,6 +566,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	int64_t start = hs_now_ms(), grace = o->grace_ms >= 0 ? o->grace_ms : 2000;
 	char e[256] = "";
 	struct handoff h;
+	struct last_line last = { .n = 0 };
 
 	if (cn->exec_mode) {
 		free(argv);
@@ -660,6 +711,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 					hsr_client_cancel(cn->rc, id);
 					cancel_sent = 1;
 				}
+				last_line_feed(&last, (const char *)ev.data + skip, ev.len - skip);
 				taken[ev.stream] = ev.offset + ev.len;
 				hsr_client_ack(cn->rc, id, ev.stream, taken[ev.stream]);
 				if (lossless)
@@ -676,7 +728,21 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 					hsr_client_credit(cn->rc, id, ev.len);
 			}
 			break;
+		case HSR_EV_WAITING:
+			out->waiting_input = ev.final != 0;
+			if (out->waiting_input) {
+				prompt_of(&last, o, out->prompt);
+				if (sink && sink->waiting)
+					sink->waiting(sink->ctx, out->prompt);
+			}
+			break;
 		case HSR_EV_EXIT:
+			/* Only a command stopped while it waited counts as waiting;
+			 * its prompt is the last line of all it wrote. */
+			if (!ev.timed_out && !ev.cancelled)
+				out->waiting_input = 0;
+			else if (out->waiting_input)
+				prompt_of(&last, o, out->prompt);
 			out->exit_code = ev.exit_code;
 			out->timed_out = ev.timed_out;
 			out->cancelled = ev.cancelled;

@@ -49,6 +49,10 @@ struct hs_sink_ops {
 	/* Polled for a cancel request; non-zero: cancel now. */
 	int (*cancelled)(void *ctx);
 	int cancel_fd; /* poll()ed: readable when a cancel may be pending; -1: none */
+	/* Optional: the command is blocked reading its stdin with nothing
+	 * pending; prompt is the last line of its output (redacted).  Called
+	 * once per wait. */
+	void (*waiting)(void *ctx, const char *prompt);
 };
 
 /* A sink behind a redactor: hs_redact_sink_emit passes redacted bytes on. */
@@ -90,6 +94,9 @@ struct hs_exec_out {
 	uint64_t runner_id;        /* the command's id in the runner (names its background job) */
 	int shell_restarted;       /* the session shell lost its state during the command */
 	char restart_reason[200];
+	int waiting_input;         /* it was waiting for input when it ended (see
+	                              hs_sink_ops.waiting); prompt says for what */
+	char prompt[256];
 	struct hs_job *job;        /* handed off (handoff_ms): the job it goes on as; the
 	                              other fields hold what was known then */
 };

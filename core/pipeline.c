@@ -164,6 +164,34 @@ audit_code(int rc, const struct hs_exec_out *o)
 	return rc < 0 ? HS_EXIT_FAIL : o->timed_out ? HS_EXIT_TIMEOUT : o->exit_code;
 }
 
+/*
+ * The environment of a command of s with the per-command variables sets:
+ * hs's scrubbed own (or, in a sandbox, what env_passthrough names), the
+ * non-interactive defaults unless the noninteractive setting is off, then
+ * sets.  Every front end and backend gets it from here.  Returns 0, or -1
+ * (out of memory, or *bad: a set that is not NAME=VALUE).
+ */
+static int
+command_env(struct hs_session *s, const char *const *sets, size_t n_sets, struct hs_envlist *out,
+            const char **bad)
+{
+	const char *const *pass = NULL;
+	const char *defaults[HS_ENV_NONINTERACTIVE_MAX], *ci = NULL;
+	size_t n_pass = 0, n_defaults = 0;
+	char *ci_buf = NULL;
+	int on = 1;
+	hs_conf_strings(s->c->conf, "env_passthrough", &pass, &n_pass);
+	hs_conf_bool(s->c->conf, "noninteractive", &on);
+	hs_conf_string(s->c->conf, "ci", &ci);
+	if (on)
+		n_defaults = hs_env_noninteractive(ci, defaults, &ci_buf);
+	*bad = NULL;
+	int rc = hs_env_build(out, environ, pass, n_pass, defaults, n_defaults, sets, n_sets,
+	                      s->cn.merge_env, bad);
+	free(ci_buf);
+	return rc;
+}
+
 /* One command after approval: guard, exec, guard check.  0, or -1 with res->why. */
 static int
 run_guarded(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_exec_opts *eo,
@@ -224,11 +252,8 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 	 * variables travel apart and apply to that command only. */
 	struct hs_envlist base = { 0 };
 	if (rq->keep_state && s->cn.session_shell && rq->n_sets) {
-		const char *const *pass = NULL;
-		size_t n_pass = 0;
-		const char *bad = NULL;
-		hs_conf_strings(s->c->conf, "env_passthrough", &pass, &n_pass);
-		if (hs_env_build(&base, environ, pass, n_pass, NULL, 0, s->cn.merge_env, &bad) < 0) {
+		const char *bad;
+		if (command_env(s, NULL, 0, &base, &bad) < 0) {
 			snprintf(res->why, sizeof(res->why), "out of memory");
 			return HS_OUTCOME_FAILED;
 		}
@@ -249,11 +274,8 @@ static int
 prepare(struct hs_session *s, const struct hs_cmd_req *rq, struct hs_envlist *env,
         char **gate_cmd, struct hs_redactor **red, struct hs_cmd_result *res)
 {
-	const char *const *pass = NULL;
-	size_t n_pass = 0;
-	const char *bad = NULL;
-	hs_conf_strings(s->c->conf, "env_passthrough", &pass, &n_pass);
-	if (hs_env_build(env, environ, pass, n_pass, rq->sets, rq->n_sets, s->cn.merge_env, &bad) < 0) {
+	const char *bad;
+	if (command_env(s, rq->sets, rq->n_sets, env, &bad) < 0) {
 		snprintf(res->why, sizeof(res->why), bad ? "'%s' is not NAME=VALUE (and HS_* names are "
 		         "reserved)" : "out of memory", bad);
 		return bad ? HS_OUTCOME_INVALID : HS_OUTCOME_FAILED;

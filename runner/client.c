@@ -368,6 +368,8 @@ int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *s)
 		flags |= HSR_EXEC_MERGE_ENV;
 	if (s->session)
 		flags |= HSR_EXEC_SESSION;
+	if (s->report_wait)
+		flags |= HSR_EXEC_REPORT_WAIT;
 	pthread_mutex_lock(&c->lock);
 	hsr_exec_encode(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
 			s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,
@@ -616,6 +618,11 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 	case HSR_F_PONG:
 		ev->type = HSR_EV_PONG;
 		ev->token = m->value;
+		return 0;
+	case HSR_F_WAITING:
+		ev->type = HSR_EV_WAITING;
+		ev->id = m->id;
+		ev->final = m->final;
 		return 0;
 	case HSR_F_JOBS:
 		ev->type = HSR_EV_JOBS;

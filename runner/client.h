@@ -70,6 +70,7 @@ struct hsr_exec_spec {
 	int want_state;
 	int merge_env;  /* envp overrides the daemon's environment (HSR_EXEC_MERGE_ENV) */
 	int session;    /* run in the session shell (HSR_EXEC_SESSION; argv as documented there) */
+	int report_wait; /* ask for WAITING frames (HSR_EXEC_REPORT_WAIT) */
 	uint64_t head_bytes, tail_bytes;
 	uint64_t initial_credit;
 };
@@ -141,7 +142,8 @@ enum hsr_event_type {
 	HSR_EV_FILE_DATA,  /* id, offset, data/len, final */
 	HSR_EV_OK,         /* id: a PUT completed */
 	HSR_EV_PONG,       /* token */
-	HSR_EV_JOBS        /* token, data/len: njobs entries (hsr_jobs_entry_next()) */
+	HSR_EV_JOBS,       /* token, data/len: njobs entries (hsr_jobs_entry_next()) */
+	HSR_EV_WAITING     /* id, final: 1 blocked reading stdin, 0 no longer */
 };
 
 struct hsr_event {
@@ -154,7 +156,7 @@ struct hsr_event {
 	int exit_code;       /* the exit status, or 128+N after signal N */
 	int timed_out;
 	int cancelled;
-	int final;           /* FILE_DATA: the last chunk */
+	int final;           /* FILE_DATA: the last chunk; WAITING: waiting (1) or not (0) */
 	uint64_t dropped[3]; /* indexed by stream: bytes dropped by head/tail bounds */
 	uint64_t total[4];   /* indexed by stream: bytes the command produced */
 	const struct hsr_attach_entry *attach;

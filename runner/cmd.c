@@ -82,6 +82,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 		hsr_conn_error(c, req->id, HSR_E_LIMIT, "out of memory");
 		goto out;
 	}
+	cmd->report_wait = (req->flags & HSR_EXEC_REPORT_WAIT) != 0;
 	if (req->flags & HSR_EXEC_SESSION) {
 		if (!req->argv[1] || !req->argv[2] || !req->argv[3]) {
 			hsr_conn_error(c, req->id, HSR_E_PROTO, "malformed session exec request");
@@ -123,6 +124,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	spec.ctl_fd = ctl[0];
 	spec.status_fd = status[1];
 	spec.deadline = req->deadline_ms > 0 ? hsr_now_ms() + req->deadline_ms : 0;
+	cmd->stop_at = spec.deadline;
 	spec.grace_ms = req->grace_ms;
 	pid = fork();
 	if (pid < 0) {
@@ -299,6 +301,7 @@ void hsr_cmd_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint
 	}
 	if (cmd->done || cmd->ctl_fd < 0)
 		return;
+	cmd->stop_at = hsr_now_ms();
 	if (write(cmd->ctl_fd, msg, sizeof(msg)) < 0)
 		hsr_warn("cannot reach the shim of command %llu: %s",
 			 (unsigned long long)cmd->id, strerror(errno));

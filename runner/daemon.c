@@ -667,9 +667,11 @@ static int run_loop(struct hsr_daemon *d)
 		pfd[n] = (struct pollfd){ .fd = d->sigfd, .events = POLLIN };
 		who[n++] = (struct slot){ NULL, NULL };
 		{
-			int64_t w = hsr_shell_tick(d);
+			int64_t w = hsr_shell_tick(d), ww = hsr_waiting_tick(d);
 			int k = hsr_shell_pollfds(d, pfd + n, hsr_shell_npoll(d));
 
+			if (ww >= 0 && (w < 0 || ww < w))
+				w = ww;
 			for (int i = 0; i < k; i++)
 				who[n++] = (struct slot){ NULL, NULL };
 			shell_lo = n - (size_t)k;

@@ -40,6 +40,10 @@ struct hsr_cmd {
 	uint8_t restarted;      /* the shell lost its state during this command */
 	char reason[200];
 	uint32_t jobs_left;     /* processes the command left running */
+	int report_wait;        /* the EXEC asked for WAITING frames */
+	int waiting;            /* the last WAITING sent said 1 */
+	int64_t stop_at;        /* one-shot: its deadline (0: none), or when it was told to
+	                           stop; from then on what WAITING said stands */
 };
 
 struct hsr_put {
@@ -90,6 +94,7 @@ struct hsr_daemon {
 	uint8_t key[HSR_KEY_LEN];
 	struct hsr_shell *shell; /* the session shell, once a session command came */
 	int sigfd;               /* SIGCHLD */
+	int64_t next_wait_check; /* when one-shot commands are next checked for waiting input */
 };
 
 /* daemon.c */
@@ -140,6 +145,9 @@ void hsr_shell_io(struct hsr_daemon *d, const struct pollfd *pfd, int n);
 void hsr_shell_reaped(struct hsr_daemon *d, pid_t pid, int status);
 /* Deadlines and checks; returns the next time to look, or -1. */
 int64_t hsr_shell_tick(struct hsr_daemon *d);
+/* Sends WAITING for one-shot commands that asked for it; returns when to
+ * look again, or -1 when none asked. */
+int64_t hsr_waiting_tick(struct hsr_daemon *d);
 /* Returns 1 while the shell or any of its processes lives. */
 int hsr_shell_alive(struct hsr_daemon *d);
 /* Session close: sig to the shell and every process it started. */

@@ -392,6 +392,10 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_PONG:
 		m->value = hsr_get_u64(&r);
 		break;
+	case HSR_F_WAITING:
+		m->id = hsr_get_u64(&r);
+		m->final = hsr_get_u8(&r);
+		break;
 	case HSR_F_JOBS:
 		m->value = hsr_get_u64(&r);
 		if (!from_daemon)
@@ -520,6 +524,10 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 	case HSR_F_PING:
 	case HSR_F_PONG:
 		hsr_buf_u64(b, m->value);
+		break;
+	case HSR_F_WAITING:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u8(b, m->final);
 		break;
 	case HSR_F_JOBS:
 		hsr_buf_u64(b, m->value);
@@ -697,7 +705,7 @@ const char *hsr_frame_name(int type)
 		"?", "HELLO", "ERROR", "EXEC", "STDIN", "STDIN_EOF", "SIGNAL",
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
 		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
-		"KEY", "CHALLENGE", "AUTH", "JOBS",
+		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING",
 	};
 
 	if (type < 1 || type > HSR_F_MAX_TYPE)

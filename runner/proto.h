@@ -65,7 +65,10 @@ enum hsr_frame_type {
 	                        client: u8[32] proof */
 	HSR_F_JOBS = 24,     /* client: u64 token; daemon: u64 token, u32 n, n entries
 	                        (see hsr_jobs_entry_next()) */
-	HSR_F_MAX_TYPE = 24
+	HSR_F_WAITING = 25,  /* daemon: u64 id, u8 waiting (1: the command is blocked
+	                        reading its stdin with nothing pending; 0: no longer).
+	                        Sent only for an EXEC with HSR_EXEC_REPORT_WAIT */
+	HSR_F_MAX_TYPE = 25
 };
 
 /* ERROR codes.  Append only. */
@@ -90,6 +93,8 @@ enum hsr_error_code {
 #define HSR_EXEC_SESSION 0x8u    /* run in the session shell: argv is SHELL, COMMAND,
                                     START_DIR, CWD ("": the shell's), then NAME=VALUE
                                     for this command only */
+#define HSR_EXEC_REPORT_WAIT 0x10u /* send WAITING frames for this command (a daemon
+                                      that does not know the flag ignores it) */
 
 /* PUT flags. */
 #define HSR_PUT_FIRST 0x1u /* first chunk: create the temporary file */
@@ -190,7 +195,7 @@ struct hsr_msg {
 	uint32_t flags;      /* PUT */
 	uint32_t mode;       /* PUT */
 	int32_t exit_code;   /* EXIT */
-	uint8_t timed_out, cancelled, final;
+	uint8_t timed_out, cancelled, final; /* final: FILE_DATA's, WAITING's waiting */
 	uint64_t dropped[4]; /* EXIT, indexed by stream */
 	uint64_t total[4];   /* EXIT, indexed by stream */
 	const char *str;     /* HELLO version, ERROR message, PUT/GET path */

@@ -1358,19 +1358,18 @@ static void shell_died(struct hsr_daemon *d, int status)
 		finish(d, cmd);
 }
 
-/* Nothing is waiting to be fed and bash is blocked reading its program:
- * the command left a quote, heredoc or compound open.  Returns 1 then. */
-static int waiting_for_more(struct hsr_shell *sh)
+/* Returns 1 when process pid is blocked in read() on a descriptor whose
+ * file has inode ino (from /proc/PID/syscall, then the descriptor's link). */
+static int reading_inode(pid_t pid, unsigned long ino)
 {
 	char path[64], buf[256];
-	int outq = 0, fd;
+	struct stat st;
 	ssize_t n;
 	long nr = -1;
 	unsigned long a0 = 0;
+	int fd;
 
-	if (ioctl(sh->in_fd, SIOCOUTQ, &outq) < 0 || outq > 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)sh->pid);
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -1381,17 +1380,67 @@ static int waiting_for_more(struct hsr_shell *sh)
 	buf[n] = '\0';
 	if (sscanf(buf, "%ld %lx", &nr, &a0) != 2 || nr != SYS_read)
 		return 0;
-	/* Which descriptor: the program socket, wherever bash moved it. */
-	{
-		char link[64], target[64];
-		struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%lu", (int)pid, a0);
+	return stat(path, &st) == 0 && (unsigned long)st.st_ino == ino;
+}
 
-		snprintf(link, sizeof(link), "/proc/%d/fd/%lu", (int)sh->pid, a0);
-		n = readlink(link, target, sizeof(target) - 1);
-		if (n <= 0 || stat(link, &st) < 0)
-			return 0;
-		return (unsigned long)st.st_ino == sh->in_ino;
+/* Nothing is waiting to be fed and bash is blocked reading its program:
+ * the command left a quote, heredoc or compound open.  Returns 1 then. */
+static int waiting_for_more(struct hsr_shell *sh)
+{
+	int outq = 0;
+
+	if (ioctl(sh->in_fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+		return 0;
+	/* The program socket, wherever bash moved it. */
+	return reading_inode(sh->pid, sh->in_ino);
+}
+
+/*
+ * Whether cmd waits for input: its stdin pipe holds nothing (nothing is
+ * left to write into it either) and a process below top that started at
+ * since or later (or top itself, with top_too) is blocked reading it.
+ * Returns 1 then.
+ */
+static int waiting_input(struct hsr_cmd *cmd, pid_t top, int top_too, unsigned long long since)
+{
+	struct hsr_proc *t;
+	struct stat st;
+	pid_t self = getpid();
+	int queued = 0, n, hit = 0;
+
+	if (cmd->stdin_fd < 0 || cmd->done || cmd->stdin_pos < cmd->stdin_buf.len ||
+	    fstat(cmd->stdin_fd, &st) < 0 || ioctl(cmd->stdin_fd, FIONREAD, &queued) < 0 || queued > 0)
+		return 0;
+	if (top_too && reading_inode(top, (unsigned long)st.st_ino))
+		return 1;
+	n = hsr_proc_table(&t);
+	for (int i = 0; i < n && !hit; i++) {
+		struct hsr_proc *q = &t[i];
+		int depth = 0;
+
+		if (q->pid == self || q->pid == top || q->start < since)
+			continue;
+		for (struct hsr_proc *a = q; a && depth < 4096; depth++, a = hsr_proc_find(t, n, a->ppid))
+			if (a->ppid == top) {
+				hit = reading_inode(q->pid, (unsigned long)st.st_ino);
+				break;
+			}
 	}
+	free(t);
+	return hit;
+}
+
+/* Sends WAITING (now: 0 or 1) for cmd when it changed and was asked for. */
+static void report_waiting(struct hsr_cmd *cmd, int now)
+{
+	struct hsr_msg m = { .type = HSR_F_WAITING, .id = cmd->id, .final = (uint8_t)now };
+
+	if (!cmd->report_wait || cmd->waiting == now)
+		return;
+	cmd->waiting = now;
+	if (cmd->owner)
+		hsr_msg_encode(&cmd->owner->out, &m, 1);
 }
 
 static void start_kill(struct hsr_daemon *d, struct hsr_shell *sh, int64_t grace)
@@ -1577,10 +1626,33 @@ int64_t hsr_shell_tick(struct hsr_daemon *d)
 			sh->incomplete_sent = 1;
 			shutdown(sh->in_fd, SHUT_WR);
 		}
+		/* The shell (a `read` builtin) or a process of the command. */
+		if (cmd->report_wait)
+			report_waiting(cmd, waiting_input(cmd, sh->pid, 1, sh->start_tick));
 	}
 	if (sh->pid > 0 && (wake < 0 || sh->next_check < wake))
 		wake = sh->next_check;
 	return wake;
+}
+
+int64_t hsr_waiting_tick(struct hsr_daemon *d)
+{
+	int64_t now = hsr_now_ms();
+	int any = 0;
+
+	for (struct hsr_cmd *cmd = d->cmds; cmd; cmd = cmd->next) {
+		/* Once it is being stopped, its dying is no answer: WAITING stands. */
+		if (cmd->session || !cmd->report_wait || cmd->shim <= 0 ||
+		    (cmd->stop_at > 0 && now >= cmd->stop_at))
+			continue;
+		any = 1;
+		/* One-shot commands: the processes below their shim. */
+		if (now >= d->next_wait_check)
+			report_waiting(cmd, waiting_input(cmd, cmd->shim, 0, 0));
+	}
+	if (now >= d->next_wait_check)
+		d->next_wait_check = now + INCOMPLETE_CHECK_MS;
+	return any ? d->next_wait_check : -1;
 }
 
 int hsr_shell_alive(struct hsr_daemon *d)

@@ -237,7 +237,18 @@ run_exec(struct hs_session *s, struct hs_run_io *io)
 	if (io->rs.json)
 		run_json(&res, &io->rs);
 	if (res.out.timed_out) {
-		hs_die_msg("command timed out after %lld s", (long long)res.timeout_s);
+		/* A question is not a hang: say so, and what it asked (control
+		 * characters shown as '?', so the line is only text). */
+		if (res.out.waiting_input) {
+			for (char *p = res.out.prompt; *p; p++)
+				if ((unsigned char)*p < 0x20 || *p == 0x7f)
+					*p = '?';
+			hs_die_msg("command timed out after %lld s waiting for input (its last output line: "
+			           "'%s'); give it stdin or the answer on the command line",
+			           (long long)res.timeout_s, res.out.prompt);
+		} else {
+			hs_die_msg("command timed out after %lld s", (long long)res.timeout_s);
+		}
 		return HS_EXIT_TIMEOUT;
 	}
 	if (res.out.cancelled)

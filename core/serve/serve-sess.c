@@ -118,6 +118,21 @@ srv_output(void *ctx, int stream, const void *buf, size_t len)
 	return 0;
 }
 
+/* The command waits for input: an event, once per wait. */
+static void
+srv_waiting(void *ctx, const char *prompt)
+{
+	struct srv_sink *k = ctx;
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	srv_gen_id(g, k->id);
+	hs_json_kstr(g, "event", "waiting_input");
+	hs_json_kstr(g, "session", k->ss->name);
+	hs_json_kbytes(g, "prompt", prompt, strlen(prompt));
+	yajl_gen_map_close(g);
+	srv_emit(k->ss->srv, g);
+}
+
 static long
 srv_input(void *ctx, void *buf, size_t len)
 {
@@ -384,7 +399,7 @@ exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 	struct hs_sink_ops sink = {
 		.ctx = &k, .output = srv_output, .input = srv_input,
 		.input_fd = k.stdin_data ? nullfd : -1, .cancelled = srv_cancelled,
-		.cancel_fd = ss->cancel_pipe[0],
+		.cancel_fd = ss->cancel_pipe[0], .waiting = srv_waiting,
 	};
 	rq->stdin_pipe = k.stdin_data != NULL;
 	struct hs_cmd_result res;

@@ -297,6 +297,73 @@ test_mode_resolve(void **state)
 	hs_core_free(&core);
 }
 
+/* The waiting_input path the serve event rides on: a command blocked
+ * reading a stdin that never gets data is reported once through the sink
+ * (with its prompt); the sink then cancels it, and the result says it was
+ * stopped while it waited. */
+static int waits;
+static char wait_prompt[256];
+
+static void
+sink_waiting(void *ctx, const char *prompt)
+{
+	(void)ctx;
+	waits++;
+	snprintf(wait_prompt, sizeof(wait_prompt), "%s", prompt);
+}
+
+static long
+sink_no_input(void *ctx, void *buf, size_t len)
+{
+	(void)ctx;
+	(void)buf;
+	(void)len;
+	return -1; /* none ready, ever */
+}
+
+static int
+sink_cancel_once_waiting(void *ctx)
+{
+	(void)ctx;
+	return waits > 0;
+}
+
+static void
+test_waiting_input(void **state)
+{
+	struct hs_session s;
+	struct hs_cmd_result res;
+	int never[2];
+	(void)state;
+	assert_int_equal(pipe(never), 0);
+	struct hs_sink_ops ws = { .output = sink_output, .input = sink_no_input, .input_fd = never[0],
+	                          .cancelled = sink_cancel_once_waiting, .cancel_fd = -1,
+	                          .waiting = sink_waiting };
+	core_up(NULL);
+	open_session(&s, HS_APPROVAL_DENY);
+	struct hs_cmd_req rq = { .command = "printf 'name? '; read x; echo got=$x", .timeout_s = 60,
+	                         .bounded = 1, .keep_state = 1, .stdin_pipe = 1 };
+	waits = 0;
+	out_len = 0;
+	assert_int_equal(hs_session_exec(&s, &rq, &ws, &res), HS_OUTCOME_OK);
+	assert_int_equal(waits, 1);
+	assert_true(res.out.cancelled);
+	assert_true(res.out.waiting_input);
+	assert_string_equal(res.out.prompt, "name? ");
+	/* A busy command is never reported. */
+	waits = 0;
+	rq.command = "sleep 1";
+	rq.stdin_pipe = 0;
+	assert_int_equal(hs_session_exec(&s, &rq, &ws, &res), HS_OUTCOME_OK);
+	assert_int_equal(waits, 0);
+	assert_false(res.out.waiting_input);
+	assert_int_equal(hs_session_close(&s, 0, NULL, 0), 0);
+	hs_session_free(&s);
+	hs_core_free(&core);
+	close(never[0]);
+	close(never[1]);
+}
+
 /* The backend's risk goes to the session opening on this thread. */
 static void
 test_backend_risk(void **state)
@@ -354,6 +421,7 @@ main(void)
 	unsetenv("HS_CONFIG");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_and_streams),
+		cmocka_unit_test(test_waiting_input),
 		cmocka_unit_test(test_denied_never_runs),
 		cmocka_unit_test(test_audit_fails_closed),
 		cmocka_unit_test(test_ask_and_session_grant),
