@@ -3,6 +3,7 @@
 import os
 import random
 import signal
+import subprocess
 import threading
 
 import pytest
@@ -147,8 +148,10 @@ def test_server_killed_mid_command(hs_env):
             s.exec("true")
     finally:
         c.close(timeout=10)
-        # What the killed server's runner still runs is not this test's to keep.
-        os.system("pkill -f '[s]leep 61002'")
+    # The killed server's session outlives it, as hs keeps sessions for a
+    # later client: close it the way hs says, and nothing is left running.
+    subprocess.run([hs_env["HS"], "session", "close", s.name], env=hs_env, timeout=120, check=True)
+    assert eventually(lambda: not running("[s]leep 61002"))
 
 
 def test_hung_or_closed_pipes():
