@@ -8,7 +8,7 @@ an approval handler may be a plain function or a coroutine function.
 """
 import asyncio
 import inspect
-from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Awaitable, Callable, Coroutine, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .client import (ApprovalHandler, ApprovalRequest, Client, Data, Job, JobOutput, Result, Session,
                      StreamCallback, as_bytes, decoded, open_fields, put_fields, to_job_output)
@@ -32,12 +32,13 @@ class AsyncClient:
         function is run on the event loop and waited for."""
         if handler is None or not inspect.iscoroutinefunction(handler):
             return handler  # type: ignore[return-value]
+        coro_fn: Callable[[ApprovalRequest], Coroutine[Any, Any, str]] = handler
 
         def run(req: ApprovalRequest) -> str:
             loop = self._loop
             if loop is None:
                 return "deny"
-            return asyncio.run_coroutine_threadsafe(handler(req), loop).result()  # type: ignore[arg-type]
+            return asyncio.run_coroutine_threadsafe(coro_fn(req), loop).result()
         return run
 
     async def call(self, op: str, fields: Optional[Mapping[str, Any]] = None, *,

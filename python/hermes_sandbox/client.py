@@ -198,8 +198,10 @@ class Client:
 
     def _dispatch(self, msg: Dict[str, Any]) -> None:
         rid = msg.get("id")
+        if not isinstance(rid, int):
+            return  # not an answer to any request of ours
         with self._lock:
-            p = self._pending.get(rid) if isinstance(rid, int) else None
+            p = self._pending.get(rid)
             if p is not None and "event" not in msg:
                 del self._pending[rid]
         if p is None:

@@ -1,8 +1,6 @@
 # SPDX-License-Identifier: MIT
 """HsEnvironment keeps Hermes's execute() conventions."""
-import os
 import threading
-import time
 
 import pytest
 from conftest import eventually, running
