@@ -19,13 +19,8 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import (IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple,
+from typing import (IO, Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple,
                     Union, overload)
-
-try:
-    from typing import Literal
-except ImportError:  # pragma: no cover - Python < 3.8 is not supported anyway
-    Literal = None  # type: ignore
 
 from .errors import HsError, ServerDied, Timeout, error_from_reply
 
