@@ -66,3 +66,12 @@ CLEANFILES += tests/*/*.vg.log
 # writable runtime directories refused, as root with two throwaway users.
 TESTS += tests/security/dirs.test
 EXTRA_DIST += tests/security/dirs.test
+
+# The Python client of hs serve (python/, issue 23), run by pytest against the
+# built hs; packaged as python3-hermes-sandbox.
+TESTS += tests/python/pytest.test tests/python/docker.test
+EXTRA_DIST += tests/python/pytest.test tests/python/docker.test python/README.md python/pyproject.toml \
+	python/hermes_sandbox/__init__.py python/hermes_sandbox/aio.py python/hermes_sandbox/client.py \
+	python/hermes_sandbox/errors.py python/hermes_sandbox/hermes.py python/hermes_sandbox/py.typed \
+	python/tests/conftest.py python/tests/test_client.py python/tests/test_async.py \
+	python/tests/test_hermes.py python/tests/test_docker.py

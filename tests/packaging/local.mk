@@ -19,6 +19,10 @@ EXTRA_DIST += docs/packaging.md tests/packaging/clean-root.sh tests/packaging/lo
 	debian/hermes-sandbox-ssh.install \
 	debian/hermes-sandbox.dirs \
 	debian/hermes-sandbox.install \
+	debian/python3-hermes-sandbox.docs \
+	debian/python3-hermes-sandbox.install \
+	debian/python3-hermes-sandbox.postinst \
+	debian/python3-hermes-sandbox.prerm \
 	debian/rules \
 	debian/source/format
 
