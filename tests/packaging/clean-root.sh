@@ -33,7 +33,7 @@ command -v unshare >/dev/null || skip "unshare is not installed (util-linux)"
 
 # The packages under test: the newest build of each, never a dbgsym.
 debs=()
-for p in hermes-sandbox hermes-sandbox-runner hermes-sandbox-dev $(for b in $backends; do echo hermes-sandbox-$b; done); do
+for p in hermes-sandbox hermes-sandbox-runner hermes-sandbox-dev python3-hermes-sandbox $(for b in $backends; do echo hermes-sandbox-$b; done); do
 	f=$(ls -t "$debdir"/${p}_*.deb 2>/dev/null | head -1 || true)
 	[ -n "$f" ] || fail "no ${p}_*.deb in $debdir (build the packages first: dpkg-buildpackage -us -uc -b)"
 	debs+=("$(readlink -f "$f")")
@@ -133,6 +133,31 @@ tail -3 /tmp/pc.log
 HS_PLUGIN_DIR=/tmp/ex hs backends --json >/tmp/b3.json 2>&1 || fail "hs backends with the example plugin dir failed"
 grep -q '"name":"example"' /tmp/b3.json || { cat /tmp/b3.json; fail "hs backends does not list the example plugin"; }
 ok "sdk example built from hermes-sandbox-dev, passes hs plugin-check, is listed"
+
+# 6. The Python client, installed: a command through hs serve on local, a
+# denied one, and Hermes's dict shape from the adapter.
+cat > /tmp/py.py <<'PY'
+from hermes_sandbox import Client, Denied
+from hermes_sandbox.hermes import HsEnvironment
+with Client() as hs:
+    with hs.open("local") as s:
+        r = s.exec("echo from-python; exit 3", timeout=30)
+        assert (r.exit_code, r.stdout) == (3, "from-python\n"), r.raw
+        try:
+            s.exec("rm -rf /", timeout=30)
+            raise SystemExit("rm -rf / was not refused")
+        except Denied:
+            pass
+env = HsEnvironment(backend="local")
+out = env.execute("echo adapter; echo err >&2")
+env.cleanup()
+assert set(out) == {"output", "returncode"} and out["returncode"] == 0, out
+assert sorted(out["output"].splitlines()) == ["adapter", "err"], out
+print("python-ok")
+PY
+python3 /tmp/py.py >/tmp/py.log 2>&1 && grep -qx python-ok /tmp/py.log ||
+	{ cat /tmp/py.log; fail "the installed Python client did not run a command through hs serve"; }
+ok "python3-hermes-sandbox: exec, a denial and the Hermes adapter through the installed hs"
 echo "clean-root: all checks passed"
 EOF
 
