@@ -32,6 +32,17 @@
 #define HS_STATE_MAX (4u * 1024u * 1024u)
 #define HS_REATTACH_TRIES 5
 
+long
+hs_mem_input_read(struct hs_mem_input *in, void *buf, size_t len)
+{
+	size_t n = in->len - in->off;
+	if (n > len)
+		n = len;
+	memcpy(buf, in->data + in->off, n);
+	in->off += n;
+	return (long)n;
+}
+
 /* A job and what it holds: output, redactors. */
 static void
 job_free(struct hs_job *j)

@@ -195,6 +195,14 @@ int hs_conn_shell_job_read(struct hs_conn *cn, const struct hs_shell_job *j, int
                            uint64_t off, size_t limit, void **buf, size_t *from, size_t *take,
                            size_t *total, char *err, size_t errlen);
 
+/* A command's stdin given whole in memory (serve's and mcp's "stdin"). */
+struct hs_mem_input {
+	const char *data;
+	size_t len, off;
+};
+/* The next bytes of in, copied into buf: a sink's input callback's work (0 at the end). */
+long hs_mem_input_read(struct hs_mem_input *in, void *buf, size_t len);
+
 /* Put a whole file into the sandbox / get one out (len bounded by max). */
 int hs_conn_put(struct hs_conn *cn, const char *path, uint32_t mode, const void *buf, size_t len,
                 int durable, char *err, size_t errlen);

@@ -94,8 +94,7 @@ hs_mcp_close_all(struct hs_mcp *m)
 struct mcp_sink {
 	struct hs_mcp *m;
 	struct hs_capture cap[3];
-	const char *in;
-	size_t in_len, in_off;
+	struct hs_mem_input in; /* its "stdin" */
 };
 
 static int
@@ -111,12 +110,7 @@ static long
 mcp_input(void *ctx, void *buf, size_t len)
 {
 	struct mcp_sink *k = ctx;
-	size_t n = k->in_len - k->in_off;
-	if (n > len)
-		n = len;
-	memcpy(buf, k->in + k->in_off, n);
-	k->in_off += n;
-	return (long)n;
+	return hs_mem_input_read(&k->in, buf, len);
 }
 
 static int
@@ -189,7 +183,7 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 	struct hs_cmd_req rq = { .command = hs_serve_str(args, "command"),
 	                         .cwd = hs_serve_str(args, "cwd"), .timeout_s = -1,
 	                         .bounded = 1, .keep_state = 1, .handoff_ms = m->handoff_s * 1000 };
-	struct mcp_sink k = { .m = m, .in = hs_serve_str(args, "stdin") };
+	struct mcp_sink k = { .m = m, .in = { .data = hs_serve_str(args, "stdin") } };
 	if (!rq.command) {
 		snprintf(err, errlen, "run needs a \"command\" string");
 		return -1;
@@ -202,7 +196,7 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 	if (!ms)
 		return -1;
 	if (hs_serve_true(args, "background")) {
-		if (k.in) {
+		if (k.in.data) {
 			snprintf(err, errlen, "a background run takes no stdin: give it a file instead");
 			return -1;
 		}
@@ -217,10 +211,10 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 		         "or run in another session (session_open)", ms->shown, holder->number);
 		return -1;
 	}
-	k.in_len = k.in ? strlen(k.in) : 0;
+	k.in.len = k.in.data ? strlen(k.in.data) : 0;
 	for (int i = 1; i <= 2; i++)
 		hs_capture_init(&k.cap[i], (size_t)ms->hs.lim.output_limit);
-	int nullfd = k.in ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+	int nullfd = k.in.data ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
 	struct hs_sink_ops sink = { .ctx = &k, .output = mcp_output, .input = mcp_input,
 	                            .input_fd = nullfd, .cancelled = mcp_cancelled,
 	                            .cancel_fd = m->cancel_fd };

@@ -95,8 +95,7 @@ struct srv_sink {
 	int stream;
 	uint64_t stream_dropped; /* output bytes not sent as events (slow client) */
 	struct hs_capture cap[3];
-	const char *stdin_data;
-	size_t stdin_len, stdin_off;
+	struct hs_mem_input in; /* the exec's "stdin" */
 };
 
 static int
@@ -137,12 +136,7 @@ static long
 srv_input(void *ctx, void *buf, size_t len)
 {
 	struct srv_sink *k = ctx;
-	size_t n = k->stdin_len - k->stdin_off;
-	if (n > len)
-		n = len;
-	memcpy(buf, k->stdin_data + k->stdin_off, n);
-	k->stdin_off += n;
-	return (long)n;
+	return hs_mem_input_read(&k->in, buf, len);
 }
 
 static int
@@ -389,7 +383,7 @@ exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 {
 	struct srv_sink k = { .ss = ss, .id = r->id, .stream = hs_serve_true(r->root, "stream") };
 	void *stdin_owned = NULL;
-	if (hs_serve_bytes(r->root, "stdin", &k.stdin_data, &k.stdin_len, &stdin_owned) < 0) {
+	if (hs_serve_bytes(r->root, "stdin", &k.in.data, &k.in.len, &stdin_owned) < 0) {
 		srv_reply_error(ss->srv, r->id, "invalid_request", "stdin_b64 is not valid base64");
 		return;
 	}
@@ -398,10 +392,10 @@ exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 	int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	struct hs_sink_ops sink = {
 		.ctx = &k, .output = srv_output, .input = srv_input,
-		.input_fd = k.stdin_data ? nullfd : -1, .cancelled = srv_cancelled,
+		.input_fd = k.in.data ? nullfd : -1, .cancelled = srv_cancelled,
 		.cancel_fd = ss->cancel_pipe[0], .waiting = srv_waiting,
 	};
-	rq->stdin_pipe = k.stdin_data != NULL;
+	rq->stdin_pipe = k.in.data != NULL;
 	struct hs_cmd_result res;
 	int oc = hs_session_exec(&ss->hs, rq, &sink, &res);
 	if (oc == HS_OUTCOME_OK)
