@@ -19,3 +19,4 @@ core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_hs_LDADD = core/config/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a plugins/common/libhsb.a \
 	sdk/libhsfakehost.a $(YAJL_LIBS) $(LIBCONFIG_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)
 include core/mcp/local.mk
+include core/egress/local.mk

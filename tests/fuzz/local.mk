@@ -7,10 +7,10 @@ check_PROGRAMS += tests/fuzz/test-fuzz-smoke
 TESTS += tests/fuzz/test-fuzz-smoke
 tests_fuzz_test_fuzz_smoke_SOURCES = tests/fuzz/test-fuzz-smoke.c core/serve/fuzz-serve.c \
 	core/safety/fuzz-mounts.c core/serve/serve-req.c core/serve/serve-req.h core/json.c core/json.h \
-	plugins/modal/fuzz-pb.c plugins/modal/pb.c plugins/modal/pb.h
+	plugins/modal/fuzz-pb.c plugins/modal/pb.c plugins/modal/pb.h core/egress/fuzz-request.c
 tests_fuzz_test_fuzz_smoke_CPPFLAGS = $(AM_CPPFLAGS) -DHS_FUZZ_SMOKE
 tests_fuzz_test_fuzz_smoke_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(YAJL_CFLAGS)
-tests_fuzz_test_fuzz_smoke_LDADD = $(HS_SAFETY_LIBS) $(YAJL_LIBS) $(CMOCKA_LIBS)
+tests_fuzz_test_fuzz_smoke_LDADD = core/egress/libhsegress.a $(HS_SAFETY_LIBS) $(YAJL_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
 
 FUZZ_CC = clang

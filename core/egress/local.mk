@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# Network egress by allowlist (issue 26): the filter and the proxy request
+# parser (pure, unit tested and fuzzed).  Included from core/local.mk.
+noinst_LIBRARIES += core/egress/libhsegress.a
+core_egress_libhsegress_a_SOURCES = core/egress/filter.c core/egress/request.c
+noinst_HEADERS += core/egress/egress.h
+
+check_PROGRAMS += tests/egress/test-egress
+TESTS += tests/egress/test-egress
+tests_egress_test_egress_SOURCES = tests/egress/test-egress.c
+tests_egress_test_egress_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_egress_test_egress_LDADD = core/egress/libhsegress.a $(CMOCKA_LIBS)
+
+FUZZ_TARGETS += fuzz-egress
+fuzz-egress: core/egress/fuzz-request.c core/egress/request.c core/egress/filter.c
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o tests/fuzz/fuzz-egress $(addprefix $(top_srcdir)/,$^)
+	$(FUZZ_RUN) egress tests/fuzz/fuzz-egress $(top_srcdir)/tests/fuzz/corpus/egress
+CLEANFILES += tests/fuzz/fuzz-egress
+.PHONY: fuzz-egress
