@@ -122,7 +122,9 @@ hs_session_open(struct hs_session *s, const char *backend, struct hs_env_spec *s
 		return outcome_of(mv.decision);
 	}
 	struct hs_session_req req = { .name = s->name[0] ? s->name : NULL, .backend = backend,
-	                              .spec = spec, .persistent = s->persistent };
+	                              .spec = spec, .persistent = s->persistent,
+	                              .allow = s->allow, .n_allow = s->n_allow, .egress = &s->egress };
+	hs_egress_rules_free(&s->egress);
 	opening = s;
 	s->lockfd = hs_session_begin(s->c, &req, &s->cn, &s->rec, err, errlen);
 	opening = NULL;
@@ -155,6 +157,7 @@ void
 hs_session_free(struct hs_session *s)
 {
 	hs_grants_free(&s->grants);
+	hs_egress_rules_free(&s->egress);
 }
 
 /* What a command's exit is recorded as. */

@@ -24,6 +24,7 @@
 #include "core/capture.h"
 #include "core/exec.h"
 #include "core/session.h"
+#include "core/egress/egress.h"
 
 struct hs_core;
 struct hs_policy;
@@ -55,6 +56,11 @@ struct hs_session {
 	int caller_cwd;               /* the front end has a caller whose cwd means something */
 	const char *start_cwd;        /* where the caller asks the session to start (serve's
 	                                 open{cwd}); read during hs_session_open only */
+	const char *const *allow;     /* egress allow entries asked for (hs run --allow-host,
+	                                 serve open{network:{allow}}); NULL: the configured;
+	                                 read during hs_session_open only */
+	size_t n_allow;
+	struct hs_egress_rules egress; /* the session's allow rules (network "allowlist") */
 	struct hs_grants grants;
 	struct hs_limits lim;
 	struct hs_record rec;

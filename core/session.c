@@ -216,6 +216,7 @@ hs_session_lock(struct hs_core *c, const char *name, int wait_ms, char *err, siz
 
 #include "core/exec.h"
 #include "core/config/hsconf.h"
+#include "core/egress/policy.h"
 
 int
 hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_conn *cn,
@@ -260,6 +261,11 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 		hs_conf_string(c->conf, "network", &req->spec->network);
 	char image_key[96];
 	snprintf(image_key, sizeof(image_key), "%s.image", backend);
+	/* Network "allowlist": refused where it cannot be enforced, rules within the ceiling. */
+	if (hs_egress_session_check(c->conf, backend, (req->spec->flags & HS_SPEC_ISOLATE) != 0,
+	                            &req->spec->network, req->allow, req->n_allow, req->egress, err,
+	                            errlen) < 0)
+		goto fail;
 	if (!hs_conf_allows(c->conf, "backend", backend, err, errlen) ||
 	    !hs_conf_allows(c->conf, "network", req->spec->network, err, errlen) ||
 	    !hs_conf_allows(c->conf, image_key, req->spec->image, err, errlen))

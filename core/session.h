@@ -61,6 +61,9 @@ struct hs_session_req {
 	const char *backend;   /* NULL: the session's, else the configured default */
 	struct hs_env_spec *spec; /* image, mounts, limits; session/env_name are filled in */
 	int persistent;
+	const char *const *allow; /* egress allow entries asked for (NULL: the configured) */
+	size_t n_allow;
+	struct hs_egress_rules *egress; /* out: the session's allow rules (network "allowlist") */
 };
 
 /*

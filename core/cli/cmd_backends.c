@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "core/config/hsconf.h"
 #include "core/json.h"
+#include "core/egress/policy.h"
 
 struct row {
 	struct hs_plugin p;
@@ -169,6 +170,34 @@ collect(struct hs_core *c, int deep, size_t *n_out)
 	return rows;
 }
 
+/*
+ * Can the backend enforce network "allowlist" (hs_egress_backend_can)?
+ * "egress": {"allowlist": bool, "reason": why not} and, for local, the
+ * same for its isolated mode ("isolate": {...}).
+ */
+static void
+json_egress(yajl_gen g, const char *name)
+{
+	char why[512];
+	hs_json_key(g, "egress");
+	yajl_gen_map_open(g);
+	for (int iso = 0; iso < 2; iso++) {
+		if (iso) {
+			if (strcmp(name, "local") != 0)
+				break;
+			hs_json_key(g, "isolate");
+			yajl_gen_map_open(g);
+		}
+		why[0] = '\0';
+		int can = hs_egress_backend_can(name, iso, why, sizeof(why));
+		hs_json_kbool(g, "allowlist", can);
+		hs_json_kstr(g, "reason", can ? NULL : why);
+		if (iso)
+			yajl_gen_map_close(g);
+	}
+	yajl_gen_map_close(g);
+}
+
 static void
 gen_rows(yajl_gen g, const struct row *rows, size_t n)
 {
@@ -186,6 +215,7 @@ gen_rows(yajl_gen g, const struct row *rows, size_t n)
 		if (r->status != 2) {
 			hs_json_kbool(g, "runner", r->rep.runner);
 			hs_json_kstr(g, "shell", shell_model(r));
+			json_egress(g, r->p.name);
 			json_detail(g, r->rep.detail);
 		}
 		yajl_gen_map_close(g);

@@ -166,7 +166,10 @@ usage(FILE *f)
 	        "      --json             print {exit_code, stdout, stderr, ...} with bounded output\n"
 	        "      --image IMAGE      container image (backends with images)\n"
 	        "  -v, --mount SPEC       mount, docker syntax (repeatable; host paths need approval)\n"
-	        "      --network NAME     network (default none, where the backend supports it)\n"
+	        "      --network NAME     network (default none, where the backend supports it);\n"
+	        "                         allowlist: only the hosts of --allow-host or config 'allow'\n"
+	        "      --allow-host H     allow egress to H (host, *.domain, host:port, CIDR range;\n"
+	        "                         repeatable; implies --network allowlist)\n"
 	        "      --memory SIZE      memory limit, e.g. 512m, 2g\n"
 	        "      --cpus N           CPU limit, e.g. 1.5\n"
 	        "      --isolate          local backend: isolate with namespaces\n"
@@ -180,6 +183,8 @@ usage(FILE *f)
 struct hs_run_io {
 	struct hs_cmd_req cmd;
 	struct run_sink rs;
+	const char *const *allow; /* --allow-host entries; NULL: none given */
+	size_t n_allow;
 };
 
 /* Ctrl-C, TERM and HUP cancel the command once it runs (not while a prompt waits). */
@@ -268,6 +273,8 @@ run_in_session(struct hs_core *c, const char *name, const char *backend, struct 
 	hs_session_init(&s, c, name, name != NULL, mode,
 	                mode == HS_APPROVAL_ASK ? hs_approval_tty() : NULL);
 	s.caller_cwd = 1;
+	s.allow = io->allow;
+	s.n_allow = io->n_allow;
 	int oc = hs_session_open(&s, backend, spec, err, sizeof(err));
 	if (oc != HS_OUTCOME_OK) {
 		hs_die_msg("%s", err);
@@ -308,11 +315,12 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		{ "memory", required_argument, NULL, 'M' },
 		{ "cpus", required_argument, NULL, 'P' },
 		{ "isolate", no_argument, NULL, 'i' },
+		{ "allow-host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sets[64], *mounts[32], *session = NULL, *backend = NULL, *cwd = NULL;
-	size_t n_sets = 0, n_mounts = 0;
+	const char *sets[64], *mounts[32], *allow[64], *session = NULL, *backend = NULL, *cwd = NULL;
+	size_t n_sets = 0, n_mounts = 0, n_allow = 0;
 	struct hs_env_spec spec = { .struct_size = sizeof(spec) };
 	int json = 0, o, rc = HS_EXIT_FAIL;
 	char err[1024];
@@ -369,6 +377,19 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 			break;
 		}
 		case 'i': spec.flags |= HS_SPEC_ISOLATE; break;
+		case 'H': {
+			struct hs_egress_rule rule;
+			if (n_allow == 64) {
+				hs_die_msg("too many --allow-host options (at most 64)");
+				return HS_EXIT_USAGE;
+			}
+			if (hs_egress_rule_parse(optarg, &rule, err, sizeof(err)) < 0) {
+				hs_die_msg("--allow-host: %s", err);
+				return HS_EXIT_USAGE;
+			}
+			allow[n_allow++] = optarg;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		default: return HS_EXIT_USAGE;
 		}
@@ -396,6 +417,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	struct hs_run_io io = { .cmd = { .command = command, .sets = sets, .n_sets = n_sets,
 	                                 .cwd = cwd, .timeout_s = -1, .bounded = json,
 	                                 .keep_state = session != NULL } };
+	io.allow = n_allow ? allow : NULL;
+	io.n_allow = n_allow;
 	rc = run_in_session(c, session, backend, &spec, &io);
 	free(command);
 	return rc;

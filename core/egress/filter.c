@@ -174,6 +174,8 @@ hs_egress_rule_parse(const char *text, struct hs_egress_rule *r, char *err, size
 		return -1;
 	}
 	memcpy(body, text, n + 1);
+	if (strstr(body, "://"))
+		goto bad;
 	if (body[0] == '[') {
 		/* "[v6::/len]:port" (or without the port). */
 		char *close = strchr(body, ']');

@@ -3,7 +3,10 @@
 # parser (pure, unit tested and fuzzed).  Included from core/local.mk.
 noinst_LIBRARIES += core/egress/libhsegress.a
 core_egress_libhsegress_a_SOURCES = core/egress/filter.c core/egress/request.c
-noinst_HEADERS += core/egress/egress.h
+noinst_HEADERS += core/egress/egress.h core/egress/policy.h
+# The session side (config, backends) is part of hs itself.
+core_hs_SOURCES += core/egress/policy.c
+core_hs_LDADD += core/egress/libhsegress.a
 
 check_PROGRAMS += tests/egress/test-egress
 TESTS += tests/egress/test-egress
@@ -18,3 +21,7 @@ fuzz-egress: core/egress/fuzz-request.c core/egress/request.c core/egress/filter
 	$(FUZZ_RUN) egress tests/fuzz/fuzz-egress $(top_srcdir)/tests/fuzz/corpus/egress
 CLEANFILES += tests/fuzz/fuzz-egress
 .PHONY: fuzz-egress
+
+# The surface: refusals where it cannot be enforced, entries, ceilings, hs backends.
+TESTS += tests/egress/refusals.test
+EXTRA_DIST += tests/egress/refusals.test tests/fuzz/corpus/egress

@@ -434,15 +434,47 @@ do_exec(struct sess *ss, struct req *r)
 	return 0;
 }
 
-/* The environment spec of an open request (mounts into mounts[32]); 0, or -1 with *what. */
+/*
+ * "network": {"allow": ["pypi.org", ...]} is network "allowlist" with those
+ * entries (allow[64]; *n_allow stays 0 for a string network).  0, or -1 with *what.
+ */
+static int
+egress_spec(yajl_val root, struct hs_env_spec *spec, const char **allow, size_t *n_allow,
+            const char **what)
+{
+	yajl_val net = hs_serve_val(root, "network");
+	*n_allow = 0;
+	if (!net || YAJL_IS_STRING(net))
+		return 0;
+	const char *path[] = { "allow", NULL };
+	yajl_val list = YAJL_IS_OBJECT(net) ? yajl_tree_get(net, path, yajl_t_array) : NULL;
+	if (!list || list->u.array.len > 64) {
+		*what = "\"network\" must be a string or {\"allow\": [up to 64 entries]}";
+		return -1;
+	}
+	for (size_t i = 0; i < list->u.array.len; i++) {
+		if (!YAJL_IS_STRING(list->u.array.values[i])) {
+			*what = "\"network\".\"allow\" entries must be strings";
+			return -1;
+		}
+		allow[(*n_allow)++] = YAJL_GET_STRING(list->u.array.values[i]);
+	}
+	spec->network = "allowlist";
+	return 0;
+}
+
+/* The environment spec of an open request (mounts into mounts[32], allow
+ * entries into allow[64]); 0, or -1 with *what. */
 static int
 open_spec(struct sess *ss, struct req *r, struct hs_env_spec *spec, const char **mounts,
-          const char **what)
+          const char **allow, size_t *n_allow, const char **what)
 {
 	size_t nm = 0;
 	*spec = (struct hs_env_spec){ .struct_size = sizeof(*spec) };
 	spec->image = hs_serve_str(r->root, "image");
 	spec->network = hs_serve_str(r->root, "network");
+	if (egress_spec(r->root, spec, allow, n_allow, what) < 0)
+		return -1;
 	if (hs_serve_spec(r->root, &spec->memory_bytes, &spec->cpus_milli, what) < 0)
 		return -1;
 	if (hs_serve_true(r->root, "isolate"))
@@ -504,9 +536,10 @@ do_open(struct sess *ss, struct req *r)
 {
 	char err[1024];
 	struct hs_env_spec spec;
-	const char *mounts[32], *what = NULL;
+	const char *mounts[32], *allow[64], *what = NULL;
+	size_t n_allow = 0;
 
-	if (open_spec(ss, r, &spec, mounts, &what) < 0) {
+	if (open_spec(ss, r, &spec, mounts, allow, &n_allow, &what) < 0) {
 		open_failed(ss, r, "invalid_request", what);
 		return -1;
 	}
@@ -519,8 +552,12 @@ do_open(struct sess *ss, struct req *r)
 		open_failed(ss, r, "invalid_request", "\"cwd\" must be an absolute path");
 		return -1;
 	}
+	/* An empty list in an object is still a list: no egress at all. */
+	ss->hs.allow = spec.network && !hs_serve_str(r->root, "network") ? allow : NULL;
+	ss->hs.n_allow = n_allow;
 	int oc = hs_session_open(&ss->hs, hs_serve_str(r->root, "backend"), &spec, err, sizeof(err));
 	ss->hs.start_cwd = NULL;
+	ss->hs.allow = NULL;
 	if (oc != HS_OUTCOME_OK) {
 		open_failed(ss, r, oc == HS_OUTCOME_FAILED ? "open_failed" : outcome_code(oc), err);
 		return -1;
