@@ -526,6 +526,17 @@ hs_core_allow_add(struct hs_core *c, const char *rule_id, const char *argv_norm,
 	return r;
 }
 
+const char *
+hs_core_audit_path(struct hs_core *c, char *buf, size_t len)
+{
+	const char *p = NULL;
+	if (hs_conf_string(c->conf, "audit_log", &p) != 0 || !p) {
+		snprintf(buf, len, "%s/audit.log", c->paths.state);
+		p = buf;
+	}
+	return p;
+}
+
 int
 hs_core_audit(struct hs_core *c, const struct hs_audit_record *r, char *err, size_t errlen)
 {
@@ -537,11 +548,7 @@ hs_core_audit(struct hs_core *c, const struct hs_audit_record *r, char *err, siz
 	if (!on)
 		goto out;
 	if (c->audit_fd < 0) {
-		const char *p = NULL;
-		if (hs_conf_string(c->conf, "audit_log", &p) != 0 || !p) {
-			snprintf(path, sizeof(path), "%s/audit.log", c->paths.state);
-			p = path;
-		}
+		const char *p = hs_core_audit_path(c, path, sizeof(path));
 		/* The default lives in hs's own state dir: make it, private. */
 		size_t sl = strlen(c->paths.state);
 		if (strncmp(p, c->paths.state, sl) == 0 && p[sl] == '/' &&

@@ -118,6 +118,9 @@ int hs_core_allow_add(struct hs_core *c, const char *rule_id, const char *argv_n
  */
 int hs_core_audit(struct hs_core *c, const struct hs_audit_record *r, char *err, size_t errlen);
 
+/* The audit log's path: config audit_log, else STATE/audit.log (in buf). */
+const char *hs_core_audit_path(struct hs_core *c, char *buf, size_t len);
+
 /* Print "hs: MESSAGE" on stderr. */
 void hs_die_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/egress/relay.h"
 #include "core/exec.h"
 #include "core/runkey.h"
 #include "core/safety/redact.h"
@@ -75,6 +76,63 @@ first_id(void)
 	return (r & ((UINT64_C(1) << 61) - 1)) + (UINT64_C(1) << 32);
 }
 
+static void route(struct hs_conn *cn, const struct hsr_event *ev);
+
+/* Stop relaying and free the stream. */
+static void
+stream_free(struct hs_conn *cn)
+{
+	hs_egress_relay_stop(cn->egress);
+	cn->egress = NULL;
+	hsr_client_free(cn->rc);
+	cn->rc = NULL;
+}
+
+/* Ask the runner on cn->rc to listen for egress and start the relay. */
+static int
+egress_start(struct hs_conn *cn, char *err, size_t errlen)
+{
+	struct hsr_event ev;
+	uint64_t token = hs_now_ms() ^ UINT64_C(0x4567);
+	char e[256] = "";
+
+	if (hsr_client_egress_listen(cn->rc, token) < 0) {
+		snprintf(err, errlen, "cannot ask the runner to listen for egress: %s", strerror(errno));
+		return -1;
+	}
+	/* A fresh stream owns no command yet: the answer comes first. */
+	for (;;) {
+		int r = hsr_client_next(cn->rc, &ev, 30000, e, sizeof(e));
+		if (r != 1) {
+			snprintf(err, errlen, "the runner did not start the egress endpoint: %s",
+			         r == 0 ? "no answer in 30 s" : e);
+			return -1;
+		}
+		if (ev.type == HSR_EV_EGRESS && ev.token == token)
+			break;
+		if (ev.type == HSR_EV_ERROR && ev.id == 0) {
+			snprintf(err, errlen, "the runner cannot serve egress: %s (a runner older than "
+			         "this hs: close the session and open it again)", ev.message);
+			return -1;
+		}
+		route(cn, &ev);
+	}
+	cn->egress_port = (int)ev.port;
+	return hs_egress_relay_start(&cn->egress, cn->rc, cn->egress_opts, err, errlen);
+}
+
+int
+hs_conn_egress(struct hs_conn *cn, const struct hs_egress_relay_opts *o, char *err, size_t errlen)
+{
+	if (cn->exec_mode || !cn->rc) {
+		snprintf(err, errlen, "backend '%s' runs without the runner here, so it cannot host the "
+		         "egress endpoint", cn->be->plugin.name);
+		return -1;
+	}
+	cn->egress_opts = o;
+	return egress_start(cn, err, errlen);
+}
+
 int
 hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 {
@@ -82,10 +140,8 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 	int32_t fd = -1;
 	int32_t st;
 
-	if (cn->rc) {
-		hsr_client_free(cn->rc);
-		cn->rc = NULL;
-	}
+	if (cn->rc)
+		stream_free(cn);
 	if (cn->exec_mode)
 		return HS_OK;
 	if (!cn->be->plugin.desc.runner_stream || !cn->props.runner) {
@@ -107,6 +163,11 @@ hs_conn_stream(struct hs_conn *cn, char *err, size_t errlen)
 	const char *inst = hsr_client_instance(cn->rc);
 	cn->runner_restarted = cn->runner_instance[0] && strcmp(inst, cn->runner_instance) != 0;
 	snprintf(cn->runner_instance, sizeof(cn->runner_instance), "%s", inst);
+	/* A new stream of an egress session: the endpoint follows it. */
+	if (cn->egress_opts && egress_start(cn, err, errlen) < 0) {
+		stream_free(cn);
+		return HS_E_PROTOCOL;
+	}
 	return HS_OK;
 }
 
@@ -169,8 +230,7 @@ hs_conn_close(struct hs_conn *cn, int keep, char *err, size_t errlen)
 	char e[HS_ERR_MAX] = "";
 	int rc = 0;
 	if (cn->rc)
-		hsr_client_free(cn->rc);
-	cn->rc = NULL;
+		stream_free(cn);
 	if (cn->env) {
 		int32_t st = cn->be->plugin.desc.close(cn->env, keep ? HS_CLOSE_KEEP : 0, e);
 		if (st != HS_OK) {

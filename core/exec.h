@@ -36,7 +36,21 @@ struct hs_conn {
 	uint64_t next_id;
 	pthread_mutex_t lock;    /* guards next_id and the job table */
 	struct hs_job *jobs;
+	/* Network "allowlist": the relay of the runner's egress endpoint, started
+	 * again with every new stream (core/egress/relay.h). */
+	const struct hs_egress_relay_opts *egress_opts; /* NULL: no egress */
+	struct hs_egress_relay *egress;
+	int egress_port;         /* the endpoint's port on 127.0.0.1 inside; 0: none */
 };
+
+struct hs_egress_relay_opts;
+/*
+ * Make the runner listen for egress and relay its connections through the
+ * filter of o (kept by pointer: it must outlive cn), now and after every
+ * re-attach.  Returns 0 with cn->egress_port set, or -1 with a reason.
+ */
+int hs_conn_egress(struct hs_conn *cn, const struct hs_egress_relay_opts *o, char *err,
+                   size_t errlen);
 
 /* Where output goes while a command runs. */
 struct hs_sink_ops {

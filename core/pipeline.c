@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/env.h"
 #include "core/guard.h"
+#include "core/safety/audit.h"
 #include "core/config/hsconf.h"
 #include "core/json.h"
 #include "core/pipeline.h"
@@ -105,6 +108,34 @@ outcome_of(const char *decision)
 	       : !strcmp(decision, "error") ? HS_OUTCOME_AUDIT : HS_OUTCOME_DENIED;
 }
 
+/*
+ * Every egress attempt of s, allowed or refused, into the audit log (and to
+ * the front end's egress_event).  Runs on the relay's thread; the backend
+ * is read from the connection, which outlives the relay.
+ */
+static void
+egress_audit(void *ctx, int allowed, const struct hs_audit_egress *e)
+{
+	struct hs_session *s = ctx;
+	struct timespec ts;
+	char err[256];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct hs_audit_record r = {
+		.ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+		.session = s->name[0] ? s->name : NULL,
+		.backend = s->cn.be ? s->cn.be->plugin.name : NULL,
+		.verdict = allowed ? "allow" : "deny",
+		.decision = "egress",
+		.approver = "allowlist",
+		.egress = e,
+	};
+	if (hs_core_audit(s->c, &r, err, sizeof(err)) < 0)
+		hs_warn("egress audit: %s", err);
+	if (s->egress_event)
+		s->egress_event(s->egress_event_ctx, allowed, e);
+}
+
 int
 hs_session_open(struct hs_session *s, const char *backend, struct hs_env_spec *spec, char *err,
                 size_t errlen)
@@ -121,9 +152,11 @@ hs_session_open(struct hs_session *s, const char *backend, struct hs_env_spec *s
 		snprintf(err, errlen, "%s", mv.why);
 		return outcome_of(mv.decision);
 	}
+	s->egress_opts = (struct hs_egress_relay_opts){ .audit = egress_audit, .audit_ctx = s };
 	struct hs_session_req req = { .name = s->name[0] ? s->name : NULL, .backend = backend,
 	                              .spec = spec, .persistent = s->persistent,
-	                              .allow = s->allow, .n_allow = s->n_allow, .egress = &s->egress };
+	                              .allow = s->allow, .n_allow = s->n_allow, .egress = &s->egress,
+	                              .egress_opts = &s->egress_opts };
 	hs_egress_rules_free(&s->egress);
 	opening = s;
 	s->lockfd = hs_session_begin(s->c, &req, &s->cn, &s->rec, err, errlen);
@@ -179,7 +212,7 @@ command_env(struct hs_session *s, const char *const *sets, size_t n_sets, struct
             const char **bad)
 {
 	const char *const *pass = NULL;
-	const char *defaults[HS_ENV_NONINTERACTIVE_MAX], *ci = NULL;
+	const char *defaults[HS_ENV_NONINTERACTIVE_MAX + HS_EGRESS_ENV_MAX], *ci = NULL;
 	size_t n_pass = 0, n_defaults = 0;
 	char *ci_buf = NULL;
 	int on = 1;
@@ -188,6 +221,15 @@ command_env(struct hs_session *s, const char *const *sets, size_t n_sets, struct
 	hs_conf_string(s->c->conf, "ci", &ci);
 	if (on)
 		n_defaults = hs_env_noninteractive(ci, defaults, &ci_buf);
+	/* Network "allowlist": well-behaved tools find the endpoint. */
+	char proxy_buf[HS_EGRESS_ENV_MAX][64];
+	for (size_t i = 0; s->cn.egress_port && i < HS_EGRESS_ENV_MAX; i++) {
+		const char *v = hs_egress_env_names[i];
+		int no = strcasecmp(v, "NO_PROXY") == 0;
+		snprintf(proxy_buf[i], sizeof(proxy_buf[i]), no ? "%s=localhost,127.0.0.1,::1" :
+		         "%s=http://127.0.0.1:%d", v, s->cn.egress_port);
+		defaults[n_defaults++] = proxy_buf[i];
+	}
 	*bad = NULL;
 	int rc = hs_env_build(out, environ, pass, n_pass, defaults, n_defaults, sets, n_sets,
 	                      s->cn.merge_env, bad);

@@ -25,6 +25,7 @@
 #include "core/exec.h"
 #include "core/session.h"
 #include "core/egress/egress.h"
+#include "core/egress/relay.h"
 
 struct hs_core;
 struct hs_policy;
@@ -61,6 +62,10 @@ struct hs_session {
 	                                 read during hs_session_open only */
 	size_t n_allow;
 	struct hs_egress_rules egress; /* the session's allow rules (network "allowlist") */
+	struct hs_egress_relay_opts egress_opts; /* the relay's options (audit into this session) */
+	/* Optional: told of every egress attempt (serve's events); from the relay's thread. */
+	void (*egress_event)(void *ctx, int allowed, const struct hs_audit_egress *e);
+	void *egress_event_ctx;
 	struct hs_grants grants;
 	struct hs_limits lim;
 	struct hs_record rec;

@@ -217,6 +217,7 @@ hs_session_lock(struct hs_core *c, const char *name, int wait_ms, char *err, siz
 #include "core/exec.h"
 #include "core/config/hsconf.h"
 #include "core/egress/policy.h"
+#include "core/egress/relay.h"
 
 int
 hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_conn *cn,
@@ -291,8 +292,26 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	int64_t idle = 0;
 	if (hs_conf_int(c->conf, "runner_idle", &idle) == 0 && idle > 0 && idle < INT32_MAX)
 		req->spec->runner_idle_s = (int32_t)idle;
+	/* Allowlist: the sandbox gets no network but its loopback, where the
+	 * runner's endpoint is the only way out (through the core's filter). */
+	int egress = req->spec->network && strcmp(req->spec->network, HS_NETWORK_ALLOWLIST) == 0;
+	if (egress)
+		req->spec->network = "none";
 	if (hs_conn_open(cn, be, req->spec, err, errlen) != HS_OK)
 		goto fail;
+	if (egress) {
+		const char *const *names = NULL;
+		size_t n_names = 0;
+		/* The test name map counts only when an admin file set and locked it. */
+		if (hs_conf_locked(c->conf, "egress_test_hosts"))
+			hs_conf_strings(c->conf, "egress_test_hosts", &names, &n_names);
+		req->egress_opts->rules = req->egress;
+		req->egress_opts->names = (struct hs_egress_names){ names, n_names };
+		if (hs_conn_egress(cn, req->egress_opts, err, errlen) < 0) {
+			hs_conn_close(cn, have, NULL, 0);
+			goto fail;
+		}
+	}
 	if (req->name) {
 		time_t now = time(NULL);
 		if (!have) {

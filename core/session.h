@@ -64,6 +64,10 @@ struct hs_session_req {
 	const char *const *allow; /* egress allow entries asked for (NULL: the configured) */
 	size_t n_allow;
 	struct hs_egress_rules *egress; /* out: the session's allow rules (network "allowlist") */
+	/* Network "allowlist": the relay's options (rules pointing at *egress);
+	 * the environment is opened with network "none" and the runner's
+	 * endpoint started (hs_conn_egress).  Must outlive the connection. */
+	struct hs_egress_relay_opts *egress_opts;
 };
 
 /*

@@ -27,6 +27,7 @@ struct hsr_client {
 	char peer[64];
 	char instance[40];
 	struct hsr_attach_entry *attach;
+	struct hsr_egress_ops egress; /* handler of tunnelled connections (egress.fn NULL: none) */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -624,6 +625,11 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 		ev->id = m->id;
 		ev->final = m->final;
 		return 0;
+	case HSR_F_EGRESS_LISTEN:
+		ev->type = HSR_EV_EGRESS;
+		ev->token = m->value;
+		ev->port = m->port;
+		return 0;
 	case HSR_F_JOBS:
 		ev->type = HSR_EV_JOBS;
 		ev->token = m->value;
@@ -641,18 +647,63 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
 		    char *err, size_t errlen)
 {
+	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	struct hsr_frame f;
 	struct hsr_msg m;
 	int rc;
 
-	memset(ev, 0, sizeof(*ev));
-	rc = read_frame(c, &f, timeout_ms, err, errlen);
-	if (rc <= 0)
-		return rc;
-	if (hsr_msg_decode(&f, 1, &m) < 0) {
-		set_err(err, errlen, "runner stream: malformed %s frame", hsr_frame_name(f.type));
-		errno = EPROTO;
-		return -1;
+	for (;;) {
+		memset(ev, 0, sizeof(*ev));
+		rc = read_frame(c, &f, timeout_ms, err, errlen);
+		if (rc <= 0)
+			return rc;
+		if (hsr_msg_decode(&f, 1, &m) < 0) {
+			set_err(err, errlen, "runner stream: malformed %s frame", hsr_frame_name(f.type));
+			errno = EPROTO;
+			return -1;
+		}
+		/* Tunnelled connections go to their handler, whoever reads. */
+		if (m.type < HSR_F_EGRESS_CONN || m.type > HSR_F_EGRESS_CLOSE || !c->egress.fn)
+			return fill_event(c, &m, ev, err, errlen) < 0 ? -1 : 1;
+		c->egress.fn(c->egress.ctx, m.type, m.id, m.data, m.len);
+		if (end >= 0) {
+			int64_t left = end - now_ms();
+			timeout_ms = left > 0 ? (int)left : 0;
+		}
 	}
-	return fill_event(c, &m, ev, err, errlen) < 0 ? -1 : 1;
+}
+
+void hsr_client_set_egress(struct hsr_client *c, const struct hsr_egress_ops *ops)
+{
+	c->egress = *ops;
+}
+
+int hsr_client_egress_listen(struct hsr_client *c, uint64_t token)
+{
+	struct hsr_msg m = { .type = HSR_F_EGRESS_LISTEN, .value = token };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	do {
+		size_t n = len > HSR_CHUNK ? HSR_CHUNK : len;
+		struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn, .data = p, .len = n };
+
+		if (send_msg(c, &m) < 0)
+			return -1;
+		p += n;
+		len -= n;
+	} while (len);
+	return 0;
+}
+
+int hsr_client_egress_end(struct hsr_client *c, uint64_t conn, int close_it)
+{
+	struct hsr_msg m = { .type = close_it ? HSR_F_EGRESS_CLOSE : HSR_F_EGRESS_EOF, .id = conn };
+
+	return send_msg(c, &m);
 }

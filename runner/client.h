@@ -133,6 +133,24 @@ int hsr_client_ping(struct hsr_client *c, uint64_t token);
  * of a broken stream (EPIPE: closed without an answer). */
 int hsr_client_shutdown(struct hsr_client *c, int64_t grace_ms);
 
+/* The egress endpoint (hs-runner(7), "Egress").  Asks the daemon to listen
+ * on 127.0.0.1 in the sandbox and tunnel each connection to this stream;
+ * the answer is an HSR_EV_EGRESS event with token and the port. */
+int hsr_client_egress_listen(struct hsr_client *c, uint64_t token);
+/* Tunnelled connections: EGRESS_CONN, EGRESS_DATA, EGRESS_EOF and
+ * EGRESS_CLOSE frames are handed to fn (type, conn id, bytes) by whichever
+ * thread calls hsr_client_next(), instead of being returned as events.  fn
+ * must not block and must not call hsr_client_next(). */
+struct hsr_egress_ops {
+	void *ctx;
+	void (*fn)(void *ctx, int type, uint64_t conn, const void *data, size_t len);
+};
+void hsr_client_set_egress(struct hsr_client *c, const struct hsr_egress_ops *ops);
+/* Bytes for a tunnelled connection (chunked), from any thread. */
+int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf, size_t len);
+/* No more bytes for conn (EGRESS_EOF), or close it (close_it: EGRESS_CLOSE). */
+int hsr_client_egress_end(struct hsr_client *c, uint64_t conn, int close_it);
+
 enum hsr_event_type {
 	HSR_EV_OUTPUT = 1, /* id, stream (1 or 2), offset, data/len */
 	HSR_EV_STATE,      /* id, stream 3, offset, data/len */
@@ -143,7 +161,8 @@ enum hsr_event_type {
 	HSR_EV_OK,         /* id: a PUT completed */
 	HSR_EV_PONG,       /* token */
 	HSR_EV_JOBS,       /* token, data/len: njobs entries (hsr_jobs_entry_next()) */
-	HSR_EV_WAITING     /* id, final: 1 blocked reading stdin, 0 no longer */
+	HSR_EV_WAITING,    /* id, final: 1 blocked reading stdin, 0 no longer */
+	HSR_EV_EGRESS      /* token, port: the egress endpoint listens (EGRESS_LISTEN) */
 };
 
 struct hsr_event {
@@ -166,6 +185,7 @@ struct hsr_event {
 	int shell_restarted; /* EXIT: the session shell lost its state (reason says why) */
 	unsigned jobs_left;  /* EXIT: processes the command left running (session shell) */
 	char reason[200];
+	uint32_t port;       /* EGRESS: the endpoint's port on 127.0.0.1 inside */
 	int code;            /* ERROR: an enum hsr_error_code */
 	char message[256];   /* ERROR */
 };

@@ -58,6 +58,7 @@ static void conn_close(struct hsr_daemon *d, struct hsr_conn *c)
 			cmd->stdin_conn = NULL;
 	}
 	hsr_files_drop(c);
+	hsr_egress_conn_gone(d, c);
 	close(c->fd);
 	hsr_decoder_free(&c->dec);
 	hsr_buf_free(&c->out);
@@ -352,6 +353,14 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 	case HSR_F_SHUTDOWN:
 		stop_begin(d, c, (uint32_t)m.value);
 		break;
+	case HSR_F_EGRESS_LISTEN:
+		hsr_egress_listen(d, c, m.value);
+		break;
+	case HSR_F_EGRESS_DATA:
+	case HSR_F_EGRESS_EOF:
+	case HSR_F_EGRESS_CLOSE:
+		hsr_egress_frame(d, c, &m);
+		break;
 	default:
 		hsr_conn_error(c, 0, HSR_E_PROTO, "unexpected %s frame", hsr_frame_name(m.type));
 		break;
@@ -593,9 +602,9 @@ static int run_loop(struct hsr_daemon *d)
 	for (;;) {
 		struct hsr_conn *c, *cnext;
 		struct hsr_cmd *cmd;
-		size_t n = 0, need = 1, shell_lo = 0;
+		size_t n = 0, need = 1, shell_lo = 0, egress_lo = 0;
 		int64_t now, wake = -1;
-		int timeout, shell_n = 0;
+		int timeout, shell_n = 0, egress_n = 0;
 
 		for (c = d->conns; c; c = cnext) {
 			int broken = 0;
@@ -646,7 +655,7 @@ static int run_loop(struct hsr_daemon *d)
 			need++;
 		for (cmd = d->cmds; cmd; cmd = cmd->next)
 			need += 6;
-		need += 1 + (size_t)hsr_shell_npoll(d);
+		need += 1 + (size_t)hsr_shell_npoll(d) + (size_t)hsr_egress_npoll(d);
 		if (need > cap) {
 			struct pollfd *p = realloc(pfd, need * 2 * sizeof(*p));
 			struct slot *w;
@@ -679,8 +688,20 @@ static int run_loop(struct hsr_daemon *d)
 			if (w >= 0 && (wake < 0 || w < wake))
 				wake = w;
 		}
+		{
+			int k = hsr_egress_pollfds(d, pfd + n, hsr_egress_npoll(d));
+
+			for (int i = 0; i < k; i++)
+				who[n++] = (struct slot){ NULL, NULL };
+			egress_lo = n - (size_t)k;
+			egress_n = k;
+		}
 		for (c = d->conns; c; c = c->next) {
-			int hold = 0;
+			int64_t eg = hsr_egress_hold(d, c, now);
+			int hold = eg >= 0;
+
+			if (hold && (wake < 0 || eg < wake))
+				wake = eg;
 
 			/* A command falling behind on this stream's stdin holds
 			 * its reading back while its pipe keeps draining. */
@@ -731,6 +752,7 @@ static int run_loop(struct hsr_daemon *d)
 				hsr_shell_reaped(d, pid, status);
 		}
 		hsr_shell_io(d, pfd + shell_lo, shell_n);
+		hsr_egress_io(d, pfd + egress_lo, egress_n);
 		/* Commands first: handling frames below may free commands,
 		 * but never connections, which are only closed above. */
 		for (size_t i = 0; i < n;) {
@@ -760,6 +782,7 @@ static int run_loop(struct hsr_daemon *d)
 	}
 	free(pfd);
 	free(who);
+	hsr_egress_free(d);
 	hsr_shell_free(d);
 	return 0;
 }

@@ -95,6 +95,7 @@ struct hsr_daemon {
 	struct hsr_shell *shell; /* the session shell, once a session command came */
 	int sigfd;               /* SIGCHLD */
 	int64_t next_wait_check; /* when one-shot commands are next checked for waiting input */
+	struct hsr_egress *egress; /* the egress endpoint, once EGRESS_LISTEN came (egress.c) */
 };
 
 /* daemon.c */
@@ -158,6 +159,23 @@ void hsr_shell_jobs(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token);
 /* SIGNAL to a background job's processes (TERM: then KILL after the
  * grace); answers OK, or ERROR 4 when no such job lives. */
 void hsr_shell_job_signal(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id, int sig);
+
+/* egress.c: the egress endpoint (hs-runner(7), "Egress"). */
+struct hsr_egress;
+struct hsr_msg;
+/* EGRESS_LISTEN from c: listen (once) on 127.0.0.1 and make c the stream
+ * connections are tunnelled to; answers with the port. */
+void hsr_egress_listen(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token);
+/* EGRESS_DATA, EGRESS_EOF or EGRESS_CLOSE from c. */
+void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);
+/* The time until which a connection's backlog holds back reading c, or -1. */
+int64_t hsr_egress_hold(const struct hsr_daemon *d, const struct hsr_conn *c, int64_t now);
+int hsr_egress_npoll(const struct hsr_daemon *d);
+int hsr_egress_pollfds(struct hsr_daemon *d, struct pollfd *pfd, int max);
+void hsr_egress_io(struct hsr_daemon *d, const struct pollfd *pfd, int n);
+/* The stream c is closing: its connections go with it. */
+void hsr_egress_conn_gone(struct hsr_daemon *d, struct hsr_conn *c);
+void hsr_egress_free(struct hsr_daemon *d);
 
 /* files.c */
 void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);

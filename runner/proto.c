@@ -408,6 +408,22 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_SHUTDOWN:
 		m->value = hsr_get_u32(&r);
 		break;
+	case HSR_F_EGRESS_LISTEN:
+		m->value = hsr_get_u64(&r);
+		if (from_daemon && ((m->port = hsr_get_u32(&r)) == 0 || m->port > 65535))
+			return -1;
+		break;
+	case HSR_F_EGRESS_DATA:
+		m->id = hsr_get_u64(&r);
+		m->data = r.p;
+		m->len = r.left;
+		r.left = 0;
+		break;
+	case HSR_F_EGRESS_CONN:
+	case HSR_F_EGRESS_EOF:
+	case HSR_F_EGRESS_CLOSE:
+		m->id = hsr_get_u64(&r);
+		break;
 	case HSR_F_KEY:
 	case HSR_F_CHALLENGE:
 		m->data = get_fixed(&r, 32);
@@ -538,6 +554,20 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 		break;
 	case HSR_F_SHUTDOWN:
 		hsr_buf_u32(b, (uint32_t)m->value);
+		break;
+	case HSR_F_EGRESS_LISTEN:
+		hsr_buf_u64(b, m->value);
+		if (from_daemon)
+			hsr_buf_u32(b, m->port);
+		break;
+	case HSR_F_EGRESS_DATA:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_put(b, m->data, m->len);
+		break;
+	case HSR_F_EGRESS_CONN:
+	case HSR_F_EGRESS_EOF:
+	case HSR_F_EGRESS_CLOSE:
+		hsr_buf_u64(b, m->id);
 		break;
 	case HSR_F_KEY:
 	case HSR_F_CHALLENGE:
@@ -705,7 +735,8 @@ const char *hsr_frame_name(int type)
 		"?", "HELLO", "ERROR", "EXEC", "STDIN", "STDIN_EOF", "SIGNAL",
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
 		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
-		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING",
+		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING", "?", "?", "?", "?",
+		"EGRESS_LISTEN", "EGRESS_CONN", "EGRESS_DATA", "EGRESS_EOF", "EGRESS_CLOSE",
 	};
 
 	if (type < 1 || type > HSR_F_MAX_TYPE)

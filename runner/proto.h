@@ -68,7 +68,15 @@ enum hsr_frame_type {
 	HSR_F_WAITING = 25,  /* daemon: u64 id, u8 waiting (1: the command is blocked
 	                        reading its stdin with nothing pending; 0: no longer).
 	                        Sent only for an EXEC with HSR_EXEC_REPORT_WAIT */
-	HSR_F_MAX_TYPE = 25
+	/* 26-29: reserved for other frames of protocol version 3. */
+	HSR_F_EGRESS_LISTEN = 30, /* client: u64 token; daemon: u64 token, u32 port.  The
+	                             daemon listens on 127.0.0.1:port (its own network
+	                             namespace) and tunnels every connection to this stream */
+	HSR_F_EGRESS_CONN = 31,   /* daemon: u64 conn (a connection was accepted) */
+	HSR_F_EGRESS_DATA = 32,   /* both: u64 conn, bytes */
+	HSR_F_EGRESS_EOF = 33,    /* both: u64 conn (no more bytes this way: half close) */
+	HSR_F_EGRESS_CLOSE = 34,  /* both: u64 conn (the connection is gone or refused) */
+	HSR_F_MAX_TYPE = 34
 };
 
 /* ERROR codes.  Append only. */
@@ -208,6 +216,7 @@ struct hsr_msg {
 	uint32_t jobs;       /* EXIT: processes the command left running */
 	const uint8_t *proof;/* AUTH: the 32-byte proof; KEY, CHALLENGE and the
 	                        daemon's AUTH nonce travel in data (32 bytes) */
+	uint32_t port;       /* EGRESS_LISTEN from the daemon (token in value; conn ids in id) */
 };
 
 /* Decodes and validates the payload of frame f.  Returns 0, or -1 when the

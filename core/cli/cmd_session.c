@@ -14,6 +14,7 @@
 
 #include "core/cli/cmds.h"
 #include "core/core.h"
+#include "core/egress/policy.h"
 #include "core/runkey.h"
 #include "core/exec.h"
 #include "core/config/hsconf.h"
@@ -112,8 +113,8 @@ shell_jobs(struct hs_core *c, const struct hs_record *r, struct hs_shell_job *jo
 
 /* One record; with jobs (show), its session shell's jobs too. */
 static void
-print_record(const struct hs_record *r, int json, yajl_gen g, const struct hs_shell_job *jobs,
-             int nj)
+print_record(struct hs_core *c, const struct hs_record *r, int json, yajl_gen g,
+             const struct hs_shell_job *jobs, int nj)
 {
 	if (json) {
 		yajl_gen_map_open(g);
@@ -139,6 +140,7 @@ print_record(const struct hs_record *r, int json, yajl_gen g, const struct hs_sh
 				yajl_gen_map_close(g);
 			}
 			yajl_gen_array_close(g);
+			hs_egress_show(c, r->name, r->created * 1000, g);
 		}
 		yajl_gen_map_close(g);
 	} else {
@@ -150,6 +152,8 @@ print_record(const struct hs_record *r, int json, yajl_gen g, const struct hs_sh
 			printf("  job s%llu %-7s %u process%s  %s\n", (unsigned long long)jobs[k].id,
 			       jobs[k].alive ? "running" : "done", jobs[k].procs,
 			       jobs[k].procs == 1 ? "" : "es", jobs[k].command);
+		if (jobs)
+			hs_egress_show(c, r->name, r->created * 1000, NULL);
 	}
 }
 
@@ -206,7 +210,7 @@ hs_cmd_session(struct hs_core *c, int argc, char **argv)
 		int nj = shell_jobs(c, &r, jobs, 64);
 		if (nj < 0)
 			hs_warn("session '%s': its runner could not be asked for jobs", name);
-		print_record(&r, json, g, jobs, nj < 0 ? 0 : nj);
+		print_record(c, &r, json, g, jobs, nj < 0 ? 0 : nj);
 		if (g)
 			hs_json_emit(g, 1);
 		return 0;
@@ -252,7 +256,7 @@ hs_cmd_session(struct hs_core *c, int argc, char **argv)
 			}
 			continue;
 		}
-		print_record(&r, json, g, NULL, 0);
+		print_record(c, &r, json, g, NULL, 0);
 	}
 	closedir(d);
 	if (g) {

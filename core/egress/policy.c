@@ -53,8 +53,9 @@ hs_egress_backend_can(const char *backend, int isolate, char *why, size_t whylen
 	for (size_t i = 0; i < sizeof(support) / sizeof(support[0]); i++) {
 		if (strcmp(support[i].name, backend) != 0)
 			continue;
+		/* Isolated local: a network namespace with only loopback. */
 		if (support[i].isolated_only && isolate)
-			break;
+			return 1;
 		if (!support[i].why)
 			return 1;
 		snprintf(why, whylen, "%s", support[i].why);

@@ -7,6 +7,7 @@
 #define HS_EGRESS_POLICY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/egress/egress.h"
 
@@ -40,5 +41,14 @@ int hs_egress_session_rules(const struct hs_conf *conf, const char *const *asked
 int hs_egress_session_check(const struct hs_conf *conf, const char *backend, int isolate,
                             const char **network, const char *const *asked, size_t n_asked,
                             struct hs_egress_rules *out, char *err, size_t errlen);
+
+/*
+ * `hs session show`: the egress attempts of session since since_ms (the
+ * session's creation), from the audit log: lines on stdout, or an "egress"
+ * array into g when g is not NULL.
+ */
+struct hs_core;
+typedef struct yajl_gen_t *yajl_gen;
+void hs_egress_show(struct hs_core *c, const char *session, int64_t since_ms, yajl_gen g);
 
 #endif /* HS_EGRESS_POLICY_H */

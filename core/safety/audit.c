@@ -153,6 +153,23 @@ hs_audit_format(const struct hs_audit_record *r, char **out)
 		yajl_gen_integer(g, r->duration_ms);
 	else
 		yajl_gen_null(g);
+	if (r->egress) {
+		const struct hs_audit_egress *e = r->egress;
+		gen_key(g, "egress");
+		yajl_gen_map_open(g);
+		if (gen_str(g, "kind", e->kind) || gen_str(g, "host", e->host))
+			goto out;
+		gen_key(g, "port");
+		yajl_gen_integer(g, e->port);
+		if (gen_str(g, "address", e->address) || gen_str(g, "rule", e->rule) ||
+		    gen_str(g, "reason", e->reason))
+			goto out;
+		gen_key(g, "bytes_out");
+		yajl_gen_integer(g, (long long)e->bytes_out);
+		gen_key(g, "bytes_in");
+		yajl_gen_integer(g, (long long)e->bytes_in);
+		yajl_gen_map_close(g);
+	}
 	yajl_gen_map_close(g);
 	if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok)
 		goto out;

@@ -21,6 +21,19 @@ struct hs_audit_record {
 	int has_exit;             /* exit_code and duration_ms are known */
 	int exit_code;
 	int64_t duration_ms;
+	const struct hs_audit_egress *egress; /* a network connection attempt, or NULL */
+};
+
+/* One connection attempt through the egress endpoint (network "allowlist"). */
+struct hs_audit_egress {
+	const char *kind;   /* "connect" or "forward"; NULL: the request was unreadable */
+	const char *host;   /* as asked; NULL when unreadable */
+	int port;
+	const char *address; /* the address connected to, or NULL */
+	const char *rule;   /* the allow rule that decided, or NULL */
+	const char *reason; /* why it was refused or failed, or NULL */
+	uint64_t bytes_out; /* from the sandbox to the server */
+	uint64_t bytes_in;  /* from the server to the sandbox */
 };
 
 /*

@@ -108,7 +108,7 @@ test_audit(void **state)
 	char path[] = "/tmp/hs-audit.XXXXXX", err[256], buf[4096], *line;
 	const char *rules[] = { "fs.rm-root", "opaque" };
 	struct hs_audit_record r = { 1700000000123LL, "s1", "local", "rm -rf / \"quoted\"\n\xff", "deny", rules, 2,
-				     "deny", "mode:deny", 1, 77, 5 };
+				     "deny", "mode:deny", 1, 77, 5, NULL };
 	yajl_val v, f;
 	const char *p_cmd[] = { "command", NULL }, *p_exit[] = { "exit_code", NULL }, *p_rules[] = { "rules", NULL };
 	int fd, tfd;
