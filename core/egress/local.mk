@@ -26,6 +26,6 @@ CLEANFILES += tests/fuzz/fuzz-egress
 TESTS += tests/egress/refusals.test
 EXTRA_DIST += tests/egress/refusals.test tests/fuzz/corpus/egress
 
-# Enforcement by construction on hs run --isolate, on loopback test servers.
-TESTS += tests/egress/isolate.test
-EXTRA_DIST += tests/egress/isolate.test
+# Enforcement by construction on hs run --isolate and docker, on loopback test servers.
+TESTS += tests/egress/isolate.test tests/egress/docker.test
+EXTRA_DIST += tests/egress/isolate.test tests/egress/docker.test tests/egress/lib.sh

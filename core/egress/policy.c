@@ -41,8 +41,7 @@ static const struct {
 	                "runner, so the egress endpoint cannot run there, and Daytona's own network "
 	                "allow list (address ranges) is not mapped by this backend; use --network "
 	                "none" },
-	{ "docker", 0, "the docker backend does not start the egress endpoint yet (network \"none\" "
-	               "plus the runner's endpoint); use --network none" },
+	{ "docker", 0, NULL }, /* network "none" and the runner inside the container */
 	{ "singularity", 0, "the singularity backend does not start the egress endpoint yet; use "
 	                    "--network none" },
 };
