@@ -72,7 +72,7 @@ record_dir(struct hs_core *c, const char *name, char *dir, size_t len, char *err
 int
 hs_record_load(struct hs_core *c, const char *name, struct hs_record *r, char *err, size_t errlen)
 {
-	char path[PATH_MAX], buf[8192], perr[256];
+	char path[PATH_MAX], buf[16384], perr[256];
 	ssize_t n;
 	int fd, dfd;
 
@@ -101,7 +101,8 @@ hs_record_load(struct hs_core *c, const char *name, struct hs_record *r, char *e
 	}
 	static const char *kb[] = { "backend", NULL }, *ke[] = { "env", NULL },
 	                  *ki[] = { "image", NULL }, *kc[] = { "created", NULL },
-	                  *ku[] = { "used", NULL }, *kp[] = { "persistent", NULL };
+	                  *ku[] = { "used", NULL }, *kp[] = { "persistent", NULL },
+	                  *ka[] = { "allow", NULL };
 	yajl_val v;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	if ((v = yajl_tree_get(root, kb, yajl_t_string)))
@@ -116,6 +117,8 @@ hs_record_load(struct hs_core *c, const char *name, struct hs_record *r, char *e
 		r->used = YAJL_GET_INTEGER(v);
 	v = yajl_tree_get(root, kp, yajl_t_any);
 	r->persistent = v && YAJL_IS_TRUE(v);
+	if ((v = yajl_tree_get(root, ka, yajl_t_string)))
+		snprintf(r->allow, sizeof(r->allow), "%s", YAJL_GET_STRING(v));
 	yajl_tree_free(root);
 	if (!r->backend[0] || !r->env_name[0]) {
 		snprintf(err, errlen, "session record '%s' is incomplete", path);
@@ -143,6 +146,8 @@ hs_record_save(struct hs_core *c, const struct hs_record *r, char *err, size_t e
 	hs_json_kint(g, "created", r->created);
 	hs_json_kint(g, "used", r->used);
 	hs_json_kbool(g, "persistent", r->persistent);
+	if (r->allow[0])
+		hs_json_kstr(g, "allow", r->allow);
 	yajl_gen_map_close(g);
 	yajl_gen_get_buf(g, &buf, &len);
 	rc = hs_pathsec_write_at(dfd, dir, r->name, buf, len, 0600, err, errlen);
@@ -262,9 +267,23 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 		hs_conf_string(c->conf, "network", &req->spec->network);
 	char image_key[96];
 	snprintf(image_key, sizeof(image_key), "%s.image", backend);
-	/* Network "allowlist": refused where it cannot be enforced, rules within the ceiling. */
+	/* Network "allowlist": refused where it cannot be enforced, rules within
+	 * the ceiling.  A session keeps its rules: asked for nothing, it has
+	 * those of its record. */
+	const char *allow_rec[64], *const *allow = req->allow;
+	size_t n_allow = req->n_allow;
+	char allow_buf[sizeof(rec->allow)];
+	if (have && rec->allow[0] && !allow && (!req->spec->network || !*req->spec->network)) {
+		snprintf(allow_buf, sizeof(allow_buf), "%s", rec->allow);
+		n_allow = 0;
+		for (char *sv = NULL, *w = strtok_r(allow_buf, " ", &sv); w && n_allow < 64;
+		     w = strtok_r(NULL, " ", &sv))
+			if (strcmp(w, "-") != 0) /* "-": allowlist with nothing allowed */
+				allow_rec[n_allow++] = w;
+		allow = allow_rec;
+	}
 	if (hs_egress_session_check(c->conf, backend, (req->spec->flags & HS_SPEC_ISOLATE) != 0,
-	                            &req->spec->network, req->allow, req->n_allow, req->egress, err,
+	                            &req->spec->network, allow, n_allow, req->egress, err,
 	                            errlen) < 0)
 		goto fail;
 	if (!hs_conf_allows(c->conf, "backend", backend, err, errlen) ||
@@ -324,6 +343,14 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 			rec->persistent = 1;
 		}
 		rec->used = now;
+		if (egress && hs_egress_rules_text(req->egress, rec->allow, sizeof(rec->allow)) < 0) {
+			snprintf(err, errlen, "the allow list is too long to record (at most %zu bytes)",
+			         sizeof(rec->allow) - 1);
+			hs_conn_close(cn, have, NULL, 0);
+			goto fail;
+		}
+		if (!egress)
+			rec->allow[0] = '\0';
 		/* The record is written before any command runs, so nothing leaks untracked. */
 		if (hs_record_save(c, rec, err, errlen) < 0) {
 			/* An environment no record names would leak: tear a new one down. */

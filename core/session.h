@@ -24,6 +24,7 @@ struct hs_record {
 	int64_t created;  /* unix seconds */
 	int64_t used;
 	int persistent;
+	char allow[4096];  /* network "allowlist": the allow rules, space-separated; "": none */
 };
 
 /* 1 when name is a valid session name: [A-Za-z0-9._-], 1-64, not "." or "..", no leading dot. */

@@ -126,6 +126,8 @@ print_record(struct hs_core *c, const struct hs_record *r, int json, yajl_gen g,
 		hs_json_kint(g, "created", r->created);
 		hs_json_kint(g, "used", r->used);
 		hs_json_kbool(g, "persistent", r->persistent);
+		if (r->allow[0])
+			hs_json_kstr(g, "allow", r->allow);
 		if (jobs) {
 			hs_json_key(g, "jobs");
 			yajl_gen_array_open(g);
@@ -148,6 +150,8 @@ print_record(struct hs_core *c, const struct hs_record *r, int json, yajl_gen g,
 		time_t t = (time_t)r->used;
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
 		printf("%-24s %-10s %-32s used %s\n", r->name, r->backend, r->env_name, when);
+		if (jobs && r->allow[0])
+			printf("  network allowlist: %s\n", r->allow);
 		for (int k = 0; jobs && k < nj; k++)
 			printf("  job s%llu %-7s %u process%s  %s\n", (unsigned long long)jobs[k].id,
 			       jobs[k].alive ? "running" : "done", jobs[k].procs,

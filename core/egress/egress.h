@@ -71,6 +71,13 @@ int hs_egress_rules_parse(const char *const *items, size_t n, struct hs_egress_r
                           char *err, size_t errlen);
 void hs_egress_rules_free(struct hs_egress_rules *rs);
 
+/*
+ * The rules as text, space-separated (each in the form the parser reads
+ * back), into buf.  An empty list is "-" (allowlist with nothing allowed).
+ * Returns 0, or -1 when buf is too small.
+ */
+int hs_egress_rules_text(const struct hs_egress_rules *rs, char *buf, size_t len);
+
 /* 1 when everything rule b admits, rule a admits too (a ceiling check). */
 int hs_egress_rule_covers(const struct hs_egress_rule *a, const struct hs_egress_rule *b);
 

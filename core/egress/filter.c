@@ -284,6 +284,23 @@ hs_egress_rules_parse(const char *const *items, size_t n, struct hs_egress_rules
 }
 
 int
+hs_egress_rules_text(const struct hs_egress_rules *rs, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (len < 2)
+		return -1;
+	snprintf(buf, len, "-");
+	for (size_t i = 0; i < rs->n; i++) {
+		int n = snprintf(buf + off, len - off, "%s%s", i ? " " : "", rs->r[i].text);
+		if (n < 0 || (size_t)n >= len - off)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+int
 hs_egress_port_ok(const struct hs_egress_rule *r, int port)
 {
 	return r->port == HS_EGRESS_PORT_WEB ? port == 80 || port == 443 : port == r->port;

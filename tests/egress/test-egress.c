@@ -78,6 +78,15 @@ test_list_rejoins_ports(void **state)
 	assert_int_equal(rs.n, 2);
 	assert_string_equal(rs.r[0].text, "github.com:443");
 	assert_string_equal(rs.r[1].text, "pypi.org");
+	/* As a session record keeps them: space-separated, read back the same. */
+	char text[64], small[8];
+	assert_int_equal(hs_egress_rules_text(&rs, text, sizeof(text)), 0);
+	assert_string_equal(text, "github.com:443 pypi.org");
+	assert_int_equal(hs_egress_rules_text(&rs, small, sizeof(small)), -1);
+	hs_egress_rules_free(&rs);
+	rules(&rs, NULL, 0);
+	assert_int_equal(hs_egress_rules_text(&rs, text, sizeof(text)), 0);
+	assert_string_equal(text, "-");
 	hs_egress_rules_free(&rs);
 }
 
