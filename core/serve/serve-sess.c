@@ -27,6 +27,7 @@
 #include "core/exec.h"
 #include "core/config/hsconf.h"
 #include "core/json.h"
+#include "core/safety/audit.h"
 #include "core/safety/redact.h"
 #include "core/serve/serve-req.h"
 #include "core/serve/serve.h"
@@ -80,11 +81,15 @@ srv_ask(void *ctx, const char *command, const struct hs_analysis *a)
 	return d;
 }
 
+static void srv_egress(void *ctx, int allowed, const struct hs_audit_egress *e);
+
 void
 srv_sess_init(struct sess *ss, int mode, int persistent)
 {
 	ss->asker = (struct hs_asker){ ss, srv_ask, "client" };
 	hs_session_init(&ss->hs, ss->srv->c, ss->name, persistent, mode, &ss->asker);
+	ss->hs.egress_event = srv_egress;
+	ss->hs.egress_event_ctx = ss;
 }
 
 /* --- exec --------------------------------------------------------------- */
@@ -115,6 +120,35 @@ srv_output(void *ctx, int stream, const void *buf, size_t len)
 			k->stream_dropped += len;
 	}
 	return 0;
+}
+
+/*
+ * An egress attempt of the session (network "allowlist"), allowed or
+ * refused: an "egress" event carrying the id of the exec running then
+ * (null between commands).  Called on the relay's thread.
+ */
+static void
+srv_egress(void *ctx, int allowed, const struct hs_audit_egress *e)
+{
+	struct sess *ss = ctx;
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	pthread_mutex_lock(&ss->mu);
+	srv_gen_id(g, ss->running_id);
+	pthread_mutex_unlock(&ss->mu);
+	hs_json_kstr(g, "event", "egress");
+	hs_json_kstr(g, "session", ss->name);
+	hs_json_kstr(g, "decision", allowed ? "allow" : "deny");
+	hs_json_kstr(g, "kind", e->kind);
+	hs_json_kstr(g, "host", e->host);
+	hs_json_kint(g, "port", e->port);
+	hs_json_kstr(g, "address", e->address);
+	hs_json_kstr(g, "rule", e->rule);
+	hs_json_kstr(g, "reason", e->reason);
+	hs_json_kint(g, "bytes_out", (long long)e->bytes_out);
+	hs_json_kint(g, "bytes_in", (long long)e->bytes_in);
+	yajl_gen_map_close(g);
+	srv_emit(ss->srv, g);
 }
 
 /* The command waits for input: an event, once per wait. */
