@@ -72,6 +72,8 @@ static void tun_close(struct hsr_egress *e, struct hsr_tun *t, int tell)
 	tun_free(e, t);
 }
 
+static int tun_write(struct hsr_egress *e, struct hsr_tun *t, int64_t now);
+
 void hsr_egress_listen(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token)
 {
 	struct hsr_egress *e = d->egress;
@@ -135,6 +137,8 @@ void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr
 		hsr_buf_put(&t->out, m->data, m->len);
 		if (t->out.failed)
 			tun_close(e, t, 1);
+		else /* straight on to the socket, rather than after the next poll */
+			tun_write(e, t, hsr_now_ms());
 		break;
 	case HSR_F_EGRESS_EOF:
 		t->wr_eof = 1;
@@ -291,8 +295,20 @@ void hsr_egress_io(struct hsr_daemon *d, const struct pollfd *pfd, int n)
 			;
 		if (!t)
 			continue;
-		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) && !t->rd_eof && e->owner &&
-		    tun_read(e, t) < 0)
+		/* A few reads while the stream's queue is short: one busy
+		 * upload does not pay a poll per chunk. */
+		int gone = 0;
+		for (int k = 0; k < 4 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		     !t->rd_eof && e->owner && e->owner->out.len < HSR_OUT_HIGH; k++) {
+			size_t before = e->owner->out.len;
+			if (tun_read(e, t) < 0) {
+				gone = 1;
+				break;
+			}
+			if (e->owner->out.len == before)
+				break;
+		}
+		if (gone)
 			continue;
 		tun_write(e, t, now);
 	}

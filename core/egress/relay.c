@@ -69,6 +69,7 @@ struct hs_egress_relay {
 	unsigned n;
 	int wake[2];
 	int stop;
+	char buf[HSR_CHUNK];  /* the relay thread's read buffer */
 };
 
 static struct tun *
@@ -384,16 +385,21 @@ step(struct hs_egress_relay *r, struct tun *t, const struct pollfd *p)
 		t->shut_wr = 1;
 	}
 	/* Server to sandbox. */
-	if (p && (p->revents & (POLLIN | POLLHUP | POLLERR)) && !t->server_eof) {
-		char buf[65536];
-		ssize_t n = recv(t->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	/* A few reads per wake-up, so one busy download does not pay a poll per chunk. */
+	for (int k = 0; k < 8 && p && (p->revents & (POLLIN | POLLHUP | POLLERR)) && !t->server_eof;
+	     k++) {
+		ssize_t n = recv(t->fd, r->buf, sizeof(r->buf), MSG_DONTWAIT);
 		if (n > 0) {
 			t->bytes_in += (uint64_t)n;
-			if (hsr_client_egress_data(r->rc, t->id, buf, (size_t)n) < 0)
+			if (hsr_client_egress_data(r->rc, t->id, r->buf, (size_t)n) < 0) {
 				t->sandbox_closed = 1;
+				break;
+			}
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 			t->server_eof = 1;
 			hsr_client_egress_end(r->rc, t->id, 0);
+		} else {
+			break;
 		}
 	}
 	if (t->server_eof && t->shut_wr) {
