@@ -267,6 +267,12 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 		hs_conf_string(c->conf, "network", &req->spec->network);
 	char image_key[96];
 	snprintf(image_key, sizeof(image_key), "%s.image", backend);
+	/* Is a backend that runs on the host unless isolated isolated here (its flag or config)? */
+	const struct hs_builtin *bi = hs_core_builtin(backend);
+	const char *iso = "none";
+	if (bi && bi->host_isolation_key)
+		hs_conf_string(c->conf, bi->host_isolation_key, &iso);
+	int isolated = (req->spec->flags & HS_SPEC_ISOLATE) || strcmp(iso, "namespaces") == 0;
 	/* Network "allowlist": refused where it cannot be enforced, rules within
 	 * the ceiling.  A session keeps its rules: asked for nothing, it has
 	 * those of its record. */
@@ -282,7 +288,7 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 				allow_rec[n_allow++] = w;
 		allow = allow_rec;
 	}
-	if (hs_egress_session_check(c->conf, backend, (req->spec->flags & HS_SPEC_ISOLATE) != 0,
+	if (hs_egress_session_check(c->conf, backend, isolated,
 	                            &req->spec->network, allow, n_allow, req->egress, err,
 	                            errlen) < 0)
 		goto fail;
@@ -292,12 +298,7 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 		goto fail;
 	/* A sandbox binds its workdir (-C, serve "workspace") read-write: a locked
 	 * workspace holds there.  Plain local only starts in it. */
-	const struct hs_builtin *bi = hs_core_builtin(backend);
-	const char *iso = "none";
-	if (bi && bi->host_isolation_key)
-		hs_conf_string(c->conf, bi->host_isolation_key, &iso);
-	int binds = !bi || !bi->host_isolation_key || (req->spec->flags & HS_SPEC_ISOLATE) ||
-	            strcmp(iso, "namespaces") == 0;
+	int binds = !bi || !bi->host_isolation_key || isolated;
 	if (binds && !hs_conf_allows(c->conf, "workspace", req->spec->workdir, err, errlen))
 		goto fail;
 	struct hs_backend *be = hs_core_backend(c, backend, err, errlen);
