@@ -328,7 +328,9 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 			hsr_cmd_ack(d, cmd, m.stream, m.offset);
 		break;
 	case HSR_F_CREDIT:
-		if ((cmd = hsr_cmd_find(d, m.id))) {
+		if (m.id & HSR_EGRESS_ID_BIT)
+			hsr_egress_credit(d, c, m.id, m.value);
+		else if ((cmd = hsr_cmd_find(d, m.id))) {
 			if (m.value == HSR_CREDIT_UNLIMITED || cmd->credit > HSR_CREDIT_UNLIMITED - m.value - 1)
 				cmd->credit = HSR_CREDIT_UNLIMITED;
 			else

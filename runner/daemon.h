@@ -168,6 +168,8 @@ struct hsr_msg;
 void hsr_egress_listen(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token);
 /* EGRESS_DATA, EGRESS_EOF or EGRESS_CLOSE from c. */
 void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);
+/* CREDIT for a tunnelled connection (id with HSR_EGRESS_ID_BIT) from c. */
+void hsr_egress_credit(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id, uint64_t bytes);
 /* The time until which a connection's backlog holds back reading c, or -1. */
 int64_t hsr_egress_hold(const struct hsr_daemon *d, const struct hsr_conn *c, int64_t now);
 int hsr_egress_npoll(const struct hsr_daemon *d);

@@ -33,6 +33,7 @@ struct hsr_tun {
 	int wr_eof;          /* the core said EOF: shut the socket's write side once out is empty */
 	int close_after;     /* the core said CLOSE: close once out is written */
 	int64_t moved_at;    /* when the socket last took bytes */
+	uint64_t credit;     /* EGRESS_DATA bytes the core still takes (its CREDIT) */
 };
 
 struct hsr_egress {
@@ -99,7 +100,7 @@ void hsr_egress_listen(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token)
 		}
 		e->listen_fd = fd;
 		e->port = ntohs(a.sin_port);
-		e->next_id = 1;
+		e->next_id = HSR_EGRESS_ID_BIT | 1;
 		d->egress = e;
 	}
 	/* The stream that asked last gets the connections; those of a stream
@@ -159,6 +160,20 @@ void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr
 	}
 }
 
+void hsr_egress_credit(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id, uint64_t bytes)
+{
+	struct hsr_egress *e = d->egress;
+	struct hsr_tun *t = e && e->owner == c ? tun_find(e, id) : NULL;
+
+	/* A window never grows past what one stream queue holds a few times over. */
+	if (t) {
+		uint64_t max = 16 * (uint64_t)HSR_EGRESS_WINDOW;
+		uint64_t room = t->credit < max ? max - t->credit : 0;
+
+		t->credit += bytes < room ? bytes : room;
+	}
+}
+
 int64_t hsr_egress_hold(const struct hsr_daemon *d, const struct hsr_conn *c, int64_t now)
 {
 	const struct hsr_egress *e = d->egress;
@@ -189,7 +204,7 @@ int hsr_egress_pollfds(struct hsr_daemon *d, struct pollfd *pfd, int max)
 	for (struct hsr_tun *t = e->tuns; t && n < max; t = t->next) {
 		/* Read only while the stream's queue is short: a slow core
 		 * throttles the connection, not the daemon's memory. */
-		int rd = !t->rd_eof && e->owner && e->owner->out.len < HSR_OUT_HIGH;
+		int rd = !t->rd_eof && t->credit && e->owner && e->owner->out.len < HSR_OUT_HIGH;
 		pfd[n++] = (struct pollfd){ .fd = t->fd,
 			.events = (short)((rd ? POLLIN : 0) | (t->out.len ? POLLOUT : 0)) };
 	}
@@ -210,6 +225,7 @@ static void accept_tuns(struct hsr_egress *e)
 		}
 		t->id = e->next_id++;
 		t->fd = fd;
+		t->credit = HSR_EGRESS_WINDOW;
 		t->moved_at = hsr_now_ms();
 		hsr_buf_init(&t->out);
 		t->next = e->tuns;
@@ -225,8 +241,10 @@ static int tun_read(struct hsr_egress *e, struct hsr_tun *t)
 	static uint8_t buf[HSR_CHUNK];
 	ssize_t n;
 
+	if (!t->credit)
+		return 0;
 	do
-		n = read(t->fd, buf, sizeof(buf));
+		n = read(t->fd, buf, t->credit < sizeof(buf) ? (size_t)t->credit : sizeof(buf));
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		if (errno == EAGAIN)
@@ -239,6 +257,7 @@ static int tun_read(struct hsr_egress *e, struct hsr_tun *t)
 		send_id(e->owner, HSR_F_EGRESS_EOF, t->id);
 		return 0;
 	}
+	t->credit -= (uint64_t)n;
 	struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = t->id, .data = buf, .len = (size_t)n };
 	hsr_msg_encode(&e->owner->out, &m, 1);
 	return 0;
@@ -299,7 +318,7 @@ void hsr_egress_io(struct hsr_daemon *d, const struct pollfd *pfd, int n)
 		 * upload does not pay a poll per chunk. */
 		int gone = 0;
 		for (int k = 0; k < 4 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-		     !t->rd_eof && e->owner && e->owner->out.len < HSR_OUT_HIGH; k++) {
+		     !t->rd_eof && t->credit && e->owner && e->owner->out.len < HSR_OUT_HIGH; k++) {
 			size_t before = e->owner->out.len;
 			if (tun_read(e, t) < 0) {
 				gone = 1;

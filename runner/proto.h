@@ -76,6 +76,8 @@ enum hsr_frame_type {
 	HSR_F_EGRESS_DATA = 32,   /* both: u64 conn, bytes */
 	HSR_F_EGRESS_EOF = 33,    /* both: u64 conn (no more bytes this way: half close) */
 	HSR_F_EGRESS_CLOSE = 34,  /* both: u64 conn (the connection is gone or refused) */
+	                          /* A conn's window: CREDIT with the conn id (see
+	                             HSR_EGRESS_ID_BIT) grants more EGRESS_DATA bytes */
 	HSR_F_MAX_TYPE = 34
 };
 
@@ -91,6 +93,12 @@ enum hsr_error_code {
 	HSR_E_STOPPING = 8, /* the daemon is shutting down */
 	HSR_E_AUTH = 9      /* the stream did not prove the session key */
 };
+
+/* Egress connection ids have this bit set, so a CREDIT names either a
+ * command or a tunnelled connection (command ids stay below 2^63). */
+#define HSR_EGRESS_ID_BIT (UINT64_C(1) << 63)
+/* EGRESS_DATA bytes the daemon sends per connection before the first CREDIT. */
+#define HSR_EGRESS_WINDOW (1024u * 1024u)
 
 /* EXEC flags. */
 #define HSR_EXEC_STDIN_PIPE 0x1u /* stdin is a pipe fed by STDIN frames */

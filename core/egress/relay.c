@@ -26,8 +26,13 @@
 #include "core/safety/audit.h"
 #include "runner/client.h"
 
-/* Bytes from the sandbox queued for a server before the connection is dropped. */
+/* Bytes from the sandbox queued for a server before the connection is
+ * dropped: the runner sends no more than its window (HSR_EGRESS_WINDOW,
+ * renewed by CREDIT as the server takes them), so only a runner that
+ * ignores the window gets here. */
 #define TO_SERVER_MAX (8u * 1024u * 1024u)
+/* Taken bytes are granted back to the runner in batches of this much. */
+#define CREDIT_BATCH (64u * 1024u)
 #define MAX_TUNS 256
 
 const char *const hs_egress_env_names[HS_EGRESS_ENV_MAX] = {
@@ -53,6 +58,7 @@ struct tun {
 	char address[INET6_ADDRSTRLEN + 8];
 	char rule[300];
 	uint64_t bytes_out, bytes_in;
+	uint64_t taken;      /* bytes of the queue taken since the last CREDIT to the runner */
 };
 
 struct hs_egress_relay {
@@ -352,6 +358,7 @@ step(struct hs_egress_relay *r, struct tun *t, const struct pollfd *p)
 		memmove(t->q, t->q + head, t->qlen - head);
 		t->qlen -= head;
 		pthread_mutex_unlock(&r->mu);
+		t->taken += head;
 		if (t->req.kind == HS_EGRESS_FORWARD) {
 			if (send(t->fd, t->req.out, t->req.out_len, MSG_NOSIGNAL) != (ssize_t)t->req.out_len) {
 				report(r, t, 1, "the server closed");
@@ -377,9 +384,16 @@ step(struct hs_egress_relay *r, struct tun *t, const struct pollfd *p)
 		memmove(t->q, t->q + n, t->qlen - (size_t)n);
 		t->qlen -= (size_t)n;
 		t->bytes_out += (uint64_t)n;
+		t->taken += (uint64_t)n;
 	}
 	int shut = t->sandbox_eof && !t->qlen && !t->shut_wr;
+	int grant = t->taken >= CREDIT_BATCH || (t->taken && !t->qlen);
 	pthread_mutex_unlock(&r->mu);
+	/* The server took them: the runner may send as much again. */
+	if (grant) {
+		hsr_client_credit(r->rc, t->id, t->taken);
+		t->taken = 0;
+	}
 	if (shut) {
 		shutdown(t->fd, SHUT_WR);
 		t->shut_wr = 1;

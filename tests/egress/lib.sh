@@ -7,13 +7,15 @@
 # $t/www, and on 127.0.0.2:$P3 a server nobody allows that answers SECRET.
 # Ports are picked free by the kernel; the servers' pids go to pids.
 
+# A free port on 127.0.0.2.
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2",0)); print(s.getsockname()[1])'; }
+
 eg_servers() {
 	local tool
 	for tool in python3 curl openssl; do
 		command -v $tool >/dev/null || { echo "SKIP: $tool is missing"; exit 77; }
 	done
 	mkdir -p "$t/www" "$t/ws"
-	port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2",0)); print(s.getsockname()[1])'; }
 	P1=$(port) P2=$(port) P3=$(port)
 	echo "egress-ok-$$" >"$t/www/index.html"
 	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=good.test \
