@@ -690,7 +690,7 @@ int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf,
 	const uint8_t *p = buf;
 
 	do {
-		size_t n = len > HSR_CHUNK ? HSR_CHUNK : len;
+		size_t n = len > 4 * HSR_CHUNK ? 4 * HSR_CHUNK : len;
 		struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn, .data = p, .len = n };
 
 		if (send_msg(c, &m) < 0)

@@ -372,7 +372,7 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 /* Returns -1 when the connection is finished. */
 static int conn_read(struct hsr_daemon *d, struct hsr_conn *c)
 {
-	static uint8_t buf[HSR_CHUNK];
+	static uint8_t buf[4 * HSR_CHUNK]; /* big reads: fewer trips round the loop for bulk data */
 	struct hsr_frame f;
 	ssize_t n;
 	int rc;

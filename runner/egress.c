@@ -133,9 +133,22 @@ void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr
 	case HSR_F_EGRESS_DATA:
 		if (t->wr_eof)
 			break;
-		if (t->out.len == 0)
+		if (t->out.len == 0) {
+			/* Straight from the frame to the socket; only the rest is kept. */
+			ssize_t n = send(t->fd, m->data, m->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+			size_t done = n > 0 ? (size_t)n : 0;
+
 			t->moved_at = hsr_now_ms();
-		hsr_buf_put(&t->out, m->data, m->len);
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				tun_close(e, t, 1);
+				break;
+			}
+			if (done == m->len)
+				break;
+			hsr_buf_put(&t->out, m->data + done, m->len - done);
+		} else {
+			hsr_buf_put(&t->out, m->data, m->len);
+		}
 		if (t->out.failed)
 			tun_close(e, t, 1);
 		else /* straight on to the socket, rather than after the next poll */

@@ -75,7 +75,7 @@ struct hs_egress_relay {
 	unsigned n;
 	int wake[2];
 	int stop;
-	char buf[HSR_CHUNK];  /* the relay thread's read buffer */
+	char buf[4 * HSR_CHUNK]; /* the relay thread's read buffer */
 };
 
 static struct tun *
