@@ -157,6 +157,7 @@ int hs_egress_port_ok(const struct hs_egress_rule *r, int port);
 enum hs_egress_req_kind {
 	HS_EGRESS_CONNECT = 1, /* "CONNECT host:port HTTP/1.x": a tunnel */
 	HS_EGRESS_FORWARD = 2, /* "GET http://host[:port]/path HTTP/1.x": plain HTTP */
+	HS_EGRESS_SOCKS = 3,   /* a SOCKS5 CONNECT (RFC 1928, no authentication) */
 };
 
 /* A parsed proxy request. */
@@ -182,5 +183,24 @@ struct hs_egress_req {
  */
 int hs_egress_req_parse(const char *buf, size_t len, struct hs_egress_req *r, char *why,
                         size_t whylen);
+
+/*
+ * SOCKS5 (RFC 1928), CONNECT only and without authentication.  A client
+ * first sends a greeting: returns 1 with *used set when it is complete and
+ * offers "no authentication" (the endpoint answers 05 00), 0 when more bytes
+ * are needed, -1 when it is not SOCKS5 or offers no usable method (answer
+ * 05 FF) with a reason in why.  Pure.
+ */
+int hs_egress_socks_greeting(const char *buf, size_t len, size_t *used, char *why, size_t whylen);
+
+/*
+ * The request after the greeting: returns 1 with r filled (kind
+ * HS_EGRESS_SOCKS, host as a name or a plain IP address, port, head_len),
+ * 0 when more bytes are needed, -1 when it is malformed or not CONNECT
+ * (*reply: the SOCKS reply code to send, 1 general failure or 7 command not
+ * supported) with a reason in why.  Pure.
+ */
+int hs_egress_socks_request(const char *buf, size_t len, struct hs_egress_req *r, int *reply,
+                            char *why, size_t whylen);
 
 #endif /* HS_EGRESS_H */

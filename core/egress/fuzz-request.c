@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz-request.c - libFuzzer target for the egress endpoint's request
- * parser (hs_egress_req_parse) and the name checks that follow it: any
+ * parser (hs_egress_req_parse, and the SOCKS5 greeting and request) and
+ * the name checks that follow it: any
  * bytes a sandboxed client sends are parsed without a crash, and what a
  * parsed request reports holds together.
  */
@@ -43,6 +44,20 @@ hs_fuzz_egress(const uint8_t *data, size_t size)
 		/* An allowed name is never an address. */
 		if (hs_egress_check_name(&rs, r.host, r.port, &v) && !v.rule)
 			abort();
+	}
+	/* The same bytes as a SOCKS5 greeting followed by a request. */
+	size_t used = 0;
+	int reply = 0;
+	if (hs_egress_socks_greeting((const char *)data, size, &used, why, sizeof(why)) == 1) {
+		if (used > size)
+			abort();
+		rc = hs_egress_socks_request((const char *)data + used, size - used, &r, &reply, why,
+		                             sizeof(why));
+		if (rc == 1 && (r.kind != HS_EGRESS_SOCKS || r.head_len > size - used || r.port < 1 ||
+		                !memchr(r.host, '\0', sizeof(r.host))))
+			abort();
+		if (rc == 1)
+			(void)hs_egress_check_name(&rs, r.host, r.port, &v);
 	}
 	hs_egress_rules_free(&rs);
 	return 0;

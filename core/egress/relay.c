@@ -54,6 +54,7 @@ struct tun {
 	int sandbox_closed;  /* the sandbox closed (or overran the queue) */
 	int server_eof;
 	int shut_wr;         /* the server's write side is shut */
+	int socks;           /* a SOCKS5 client whose greeting was answered */
 	struct hs_egress_req req;
 	char address[INET6_ADDRSTRLEN + 8];
 	char rule[300];
@@ -225,7 +226,8 @@ report(struct hs_egress_relay *r, struct tun *t, int allowed, const char *reason
 {
 	struct hs_audit_egress e = {
 		.kind = t->req.kind == HS_EGRESS_CONNECT ? "connect" :
-		        t->req.kind == HS_EGRESS_FORWARD ? "forward" : NULL,
+		        t->req.kind == HS_EGRESS_FORWARD ? "forward" :
+		        t->req.kind == HS_EGRESS_SOCKS || t->socks ? "socks" : NULL,
 		.host = t->req.host[0] ? t->req.host : NULL,
 		.port = t->req.port,
 		.address = t->address[0] ? t->address : NULL,
@@ -238,11 +240,21 @@ report(struct hs_egress_relay *r, struct tun *t, int allowed, const char *reason
 		r->audit(r->audit_ctx, allowed, &e);
 }
 
-/* Refuse t with an HTTP status and reason (sent to the client), audited. */
+/* Refuse t with an HTTP status and reason (sent to the client; a SOCKS
+ * client gets the matching reply code), audited. */
 static void
 refuse(struct hs_egress_relay *r, struct tun *t, int status, const char *reason)
 {
 	char resp[512];
+	if (t->socks) {
+		/* 2: not allowed by the ruleset; 4: host unreachable; 1: general failure. */
+		char rep[10] = { 5, (char)(status == 403 ? 2 : status == 502 ? 4 : 1), 0, 1 };
+		hsr_client_egress_data(r->rc, t->id, rep, sizeof(rep));
+		hsr_client_egress_end(r->rc, t->id, 1);
+		report(r, t, 0, reason);
+		t->state = T_DONE;
+		return;
+	}
 	const char *text = status == 400 ? "Bad Request" : status == 403 ? "Forbidden" : "Bad Gateway";
 	int n = snprintf(resp, sizeof(resp), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 	                 "Connection: close\r\nContent-Length: %zu\r\n\r\nhs egress: %s\n", status,
@@ -316,6 +328,9 @@ open_tun(struct hs_egress_relay *r, struct tun *t)
 	if (t->req.kind == HS_EGRESS_CONNECT) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		hsr_client_egress_data(r->rc, t->id, ok, sizeof(ok) - 1);
+	} else if (t->req.kind == HS_EGRESS_SOCKS) {
+		static const char ok[10] = { 5, 0, 0, 1 }; /* succeeded; bound 0.0.0.0:0 */
+		hsr_client_egress_data(r->rc, t->id, ok, sizeof(ok));
 	}
 	t->state = T_OPEN;
 }
@@ -338,9 +353,39 @@ step(struct hs_egress_relay *r, struct tun *t, const struct pollfd *p)
 		return -1;
 	}
 	if (t->state == T_HEAD) {
+		int rc, reply = 1;
 		pthread_mutex_lock(&r->mu);
-		int rc = hs_egress_req_parse(t->q, t->qlen, &t->req, why, sizeof(why));
 		int eof = t->sandbox_eof;
+		if (!t->socks && t->qlen && t->q[0] == 5) {
+			/* SOCKS5: answer the greeting, then read the request. */
+			size_t used = 0;
+			rc = hs_egress_socks_greeting(t->q, t->qlen, &used, why, sizeof(why));
+			if (rc == 1) {
+				memmove(t->q, t->q + used, t->qlen - used);
+				t->qlen -= used;
+				t->taken += used;
+				t->socks = 1;
+			}
+			pthread_mutex_unlock(&r->mu);
+			if (rc < 0 || (rc == 0 && eof)) {
+				static const char no[2] = { 5, (char)0xff };
+				hsr_client_egress_data(r->rc, t->id, no, sizeof(no));
+				hsr_client_egress_end(r->rc, t->id, 1);
+				t->socks = 1;
+				report(r, t, 0, rc < 0 ? why : "the greeting ended early");
+				return -1;
+			}
+			if (rc == 0)
+				return 0;
+			static const char yes[2] = { 5, 0 };
+			hsr_client_egress_data(r->rc, t->id, yes, sizeof(yes));
+			pthread_mutex_lock(&r->mu);
+		}
+		if (t->socks)
+			rc = hs_egress_socks_request(t->q, t->qlen, &t->req, &reply, why, sizeof(why));
+		else
+			rc = hs_egress_req_parse(t->q, t->qlen, &t->req, why, sizeof(why));
+		eof = t->sandbox_eof;
 		pthread_mutex_unlock(&r->mu);
 		if (rc < 0 || (rc == 0 && eof)) {
 			refuse(r, t, 400, rc < 0 ? why : "the request ended before its head was complete");

@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -50,7 +51,7 @@ authority(const char *s, size_t n, int def, char *host, size_t hostlen, int *por
 	if (hn == 0 || hn >= hostlen)
 		return -1;
 	for (size_t i = 0; i < hn; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr(".-_[]:%", s[i]))
+		if (!isalnum((unsigned char)s[i]) && (!s[i] || !strchr(".-_[]:%", s[i])))
 			return -1;
 	memcpy(host, s, hn);
 	host[hn] = '\0';
@@ -224,5 +225,84 @@ hs_egress_req_parse(const char *buf, size_t len, struct hs_egress_req *r, char *
 		if (out_put(r, hostline, (size_t)n) < 0 || out_put(r, closing, sizeof(closing) - 1) < 0)
 			FAIL("the request head is too long");
 	}
+	return 1;
+}
+
+int
+hs_egress_socks_greeting(const char *buf, size_t len, size_t *used, char *why, size_t whylen)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+
+	if (len >= 1 && b[0] != 5)
+		FAIL("not a SOCKS5 greeting");
+	if (len < 2)
+		return 0;
+	if (b[1] == 0)
+		FAIL("the SOCKS5 greeting offers no method");
+	if (len < 2u + b[1])
+		return 0;
+	*used = 2u + b[1];
+	for (size_t i = 2; i < *used; i++)
+		if (b[i] == 0)
+			return 1;
+	FAIL("the SOCKS5 client offers no method without authentication");
+}
+
+int
+hs_egress_socks_request(const char *buf, size_t len, struct hs_egress_req *r, int *reply, char *why,
+                        size_t whylen)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t need;
+
+	memset(r, 0, offsetof(struct hs_egress_req, out));
+	r->out[0] = '\0';
+	r->out_len = 0;
+	*reply = 1;
+	if (len >= 1 && b[0] != 5)
+		FAIL("not a SOCKS5 request");
+	if (len >= 2 && b[1] != 1) {
+		*reply = 7;
+		FAIL("only SOCKS5 CONNECT is served (command %u)", b[1]);
+	}
+	if (len >= 3 && b[2] != 0)
+		FAIL("the SOCKS5 request's reserved byte is not zero");
+	if (len < 5)
+		return 0;
+	switch (b[3]) {
+	case 1:
+		need = 4 + 4 + 2;
+		break;
+	case 3:
+		if (b[4] == 0)
+			FAIL("the SOCKS5 request names an empty host");
+		need = 4 + 1 + b[4] + 2;
+		break;
+	case 4:
+		need = 4 + 16 + 2;
+		break;
+	default:
+		*reply = 8;
+		FAIL("unknown SOCKS5 address type %u", b[3]);
+	}
+	if (len < need)
+		return 0;
+	if (b[3] == 1) {
+		inet_ntop(AF_INET, b + 4, r->host, sizeof(r->host));
+	} else if (b[3] == 4) {
+		inet_ntop(AF_INET6, b + 4, r->host, sizeof(r->host));
+	} else {
+		/* A name: the characters a host name may have, nothing else. */
+		for (size_t i = 0; i < b[4]; i++)
+			if (!isalnum(b[5 + i]) && (!b[5 + i] || !strchr(".-_", b[5 + i])))
+				FAIL("the SOCKS5 request's host has a character that is not allowed");
+		memcpy(r->host, b + 5, b[4]);
+		r->host[b[4]] = '\0';
+	}
+	r->port = b[need - 2] << 8 | b[need - 1];
+	if (r->port == 0)
+		FAIL("the SOCKS5 request names port 0");
+	r->kind = HS_EGRESS_SOCKS;
+	r->head_len = need;
 	return 1;
 }

@@ -73,5 +73,9 @@ assert any(r["verdict"] == "deny" and "IP address" in r["egress"]["reason"] for 
 d = find(host="good.test", port=p3)
 assert d and all(r["verdict"] == "deny" and r["egress"]["bytes_in"] == 0 for r in d), d
 assert any(r["verdict"] == "deny" and "disagree" in (r["egress"]["reason"] or "") for r in recs), recs
+s = [r for r in recs if r["egress"]["kind"] == "socks"]
+assert any(r["verdict"] == "allow" and r["egress"]["host"] == "good.test" and r["egress"]["bytes_in"] > 0 for r in s), s
+assert any(r["verdict"] == "deny" and r["egress"]["host"] == "bad.test" for r in s), s
+assert any(r["verdict"] == "deny" and "IP address" in r["egress"]["reason"] for r in s), s
 EOF
 }

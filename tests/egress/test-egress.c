@@ -348,6 +348,60 @@ test_request_malformed(void **state)
 	free(s);
 }
 
+static void
+test_socks(void **state)
+{
+	(void)state;
+	static struct hs_egress_req r;
+	char why[256];
+	size_t used = 0;
+	int reply;
+
+	/* Greeting: no authentication must be among the methods. */
+	assert_int_equal(hs_egress_socks_greeting("\x05", 1, &used, why, sizeof(why)), 0);
+	assert_int_equal(hs_egress_socks_greeting("\x05\x02\x02", 3, &used, why, sizeof(why)), 0);
+	assert_int_equal(hs_egress_socks_greeting("\x05\x02\x02\x00", 4, &used, why, sizeof(why)), 1);
+	assert_int_equal(used, 4);
+	assert_int_equal(hs_egress_socks_greeting("\x05\x01\x02", 3, &used, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "without authentication"));
+	assert_int_equal(hs_egress_socks_greeting("\x05\x00", 2, &used, why, sizeof(why)), -1);
+	assert_int_equal(hs_egress_socks_greeting("\x04\x01", 2, &used, why, sizeof(why)), -1);
+
+	/* CONNECT to a name, to IPv4 and IPv6 addresses; every prefix needs more. */
+	static const char name[] = "\x05\x01\x00\x03\x09pypi.org.\x01\xbb";
+	for (size_t n = 0; n < sizeof(name) - 1; n++)
+		assert_int_equal(hs_egress_socks_request(name, n, &r, &reply, why, sizeof(why)), 0);
+	assert_int_equal(hs_egress_socks_request(name, sizeof(name) - 1, &r, &reply, why, sizeof(why)), 1);
+	assert_int_equal(r.kind, HS_EGRESS_SOCKS);
+	assert_string_equal(r.host, "pypi.org.");
+	assert_int_equal(r.port, 443);
+	assert_int_equal(r.head_len, sizeof(name) - 1);
+	static const char v4[] = "\x05\x01\x00\x01\xa9\xfe\xa9\xfe\x00\x50";
+	assert_int_equal(hs_egress_socks_request(v4, sizeof(v4) - 1, &r, &reply, why, sizeof(why)), 1);
+	assert_string_equal(r.host, "169.254.169.254");
+	assert_true(hs_egress_is_ip_literal(r.host));
+	static const char v6[] = "\x05\x01\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00"
+	                         "\x00\x00\x00\x00\x00\x00\x00\x01\x00\x16";
+	assert_int_equal(hs_egress_socks_request(v6, sizeof(v6) - 1, &r, &reply, why, sizeof(why)), 1);
+	assert_string_equal(r.host, "::1");
+	assert_int_equal(r.port, 22);
+
+	/* Malformed: not CONNECT (BIND, UDP ASSOCIATE), bad type, junk in the name, port 0. */
+	assert_int_equal(hs_egress_socks_request("\x05\x03\x00\x01", 4, &r, &reply, why, sizeof(why)), -1);
+	assert_int_equal(reply, 7);
+	assert_int_equal(hs_egress_socks_request("\x05\x02\x00", 3, &r, &reply, why, sizeof(why)), -1);
+	assert_int_equal(hs_egress_socks_request("\x05\x01\x00\x09\x00", 5, &r, &reply, why, sizeof(why)), -1);
+	assert_int_equal(reply, 8);
+	assert_int_equal(hs_egress_socks_request("\x05\x01\x01\x01", 4, &r, &reply, why, sizeof(why)), -1);
+	static const char junk[] = "\x05\x01\x00\x03\x03" "a/b" "\x00\x50";
+	assert_int_equal(hs_egress_socks_request(junk, sizeof(junk) - 1, &r, &reply, why, sizeof(why)), -1);
+	static const char nul[] = "\x05\x01\x00\x03\x03" "a\0b" "\x00\x50";
+	assert_int_equal(hs_egress_socks_request(nul, sizeof(nul) - 1, &r, &reply, why, sizeof(why)), -1);
+	static const char port0[] = "\x05\x01\x00\x03\x01" "a" "\x00\x00";
+	assert_int_equal(hs_egress_socks_request(port0, sizeof(port0) - 1, &r, &reply, why, sizeof(why)), -1);
+	assert_int_equal(hs_egress_socks_request("\x05\x01\x00\x03\x00", 5, &r, &reply, why, sizeof(why)), -1);
+}
+
 int
 main(void)
 {
@@ -361,6 +415,7 @@ main(void)
 		cmocka_unit_test(test_request_connect),
 		cmocka_unit_test(test_request_forward),
 		cmocka_unit_test(test_request_malformed),
+		cmocka_unit_test(test_socks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
