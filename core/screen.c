@@ -14,6 +14,7 @@
 
 #include <vterm.h>
 
+#include "core/capture.h"
 #include "core/json.h"
 #include "core/screen.h"
 
@@ -75,6 +76,13 @@ out_bytes(struct clean_out *o, const void *p, size_t n)
 	}
 	memcpy(o->buf + o->n, p, n);
 	o->n += n;
+}
+
+void
+hs_screen_newline(struct hs_screen *s)
+{
+	/* LNM, set mode 20: the stream can still turn it off. */
+	vterm_input_write(s->vt, "\033[20h", 5);
 }
 
 /* Where the stream is, as far as REP needs to know (see pass_ascii). */
@@ -250,9 +258,9 @@ last_of(const char *b, size_t len, const char *const *pats, size_t n)
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /*
- * Where to start feeding the last max bytes of b[0..len): the last fresh
- * start among them, else the first line or escape sequence start, else the
- * first byte that begins a UTF-8 character.
+ * Where to start feeding the last max bytes of b[0..len) (max <= len): the
+ * last fresh start among them, else the first line or escape sequence
+ * start, else the first byte that begins a UTF-8 character.
  */
 static size_t
 sane_start(const char *b, size_t len, size_t max)
@@ -270,14 +278,14 @@ sane_start(const char *b, size_t len, size_t max)
 }
 
 void
-hs_screen_feed_tail(struct hs_screen *s, const void *buf, size_t len, size_t max)
+hs_screen_feed_tail(struct hs_screen *s, const void *buf, size_t len, size_t max, int cut)
 {
 	const char *b = buf;
-	if (len <= max) {
+	if (!cut && len <= max) {
 		hs_screen_feed(s, b, len);
 		return;
 	}
-	size_t p = sane_start(b, len, max);
+	size_t p = sane_start(b, len, len < max ? len : max);
 	/* The skipped part may have left the alternate screen on. */
 	const char *on = last_of(b, p, alt_on, NELEM(alt_on));
 	const char *off = last_of(b, p, alt_off, NELEM(alt_off));
@@ -389,6 +397,29 @@ hs_screen_json(yajl_gen g, const struct hs_screen *s)
 	hs_json_kbool(g, "alternate", s->alternate);
 	hs_json_kbool(g, "partial", s->partial);
 	yajl_gen_map_close(g);
+}
+
+void
+hs_screen_capture_json(yajl_gen g, const struct hs_capture *c, int rows, int cols, int newline)
+{
+	struct hs_screen s;
+	size_t len = 0;
+	char *all = hs_capture_join(c, &len);
+	if (!all || hs_screen_init(&s, rows, cols) < 0) {
+		free(all);
+		hs_json_kstr(g, "screen", NULL);
+		return;
+	}
+	if (newline)
+		hs_screen_newline(&s);
+	if (c->dropped)
+		hs_screen_feed_tail(&s, all, len, c->tail_len < HS_SCREEN_FEED_MAX ? c->tail_len
+		                                                                   : HS_SCREEN_FEED_MAX, 1);
+	else
+		hs_screen_feed_tail(&s, all, len, HS_SCREEN_FEED_MAX, 0);
+	hs_screen_json(g, &s);
+	hs_screen_free(&s);
+	free(all);
 }
 
 void

@@ -45,6 +45,12 @@ struct hs_screen {
  */
 int hs_screen_init(struct hs_screen *s, int rows, int cols);
 /*
+ * Line feeds start a new line at its first column (newline mode), as a
+ * terminal's output processing (onlcr) shows a program's "\n": for a stream
+ * that did not pass through a terminal.  Call before feeding.
+ */
+void hs_screen_newline(struct hs_screen *s);
+/*
  * Feed len bytes of the stream; a sequence cut between two feeds goes on in
  * the next.  Malformed UTF-8 shows as U+FFFD, C1 controls are dropped.
  */
@@ -54,8 +60,11 @@ void hs_screen_feed(struct hs_screen *s, const void *buf, size_t len);
  * fed from a point near its end where a terminal would start afresh (the
  * last screen clear or reset, else a line or escape sequence start), with
  * the alternate screen set as the skipped part left it, and s->partial set.
+ * cut: bytes are missing just before the last max of buf (a bounded
+ * capture's dropped middle), so those are fed from a fresh start and the
+ * render is partial even when len <= max.
  */
-void hs_screen_feed_tail(struct hs_screen *s, const void *buf, size_t len, size_t max);
+void hs_screen_feed_tail(struct hs_screen *s, const void *buf, size_t len, size_t max, int cut);
 /*
  * Row r (0-based) as UTF-8 text in a new NUL-terminated buffer (*len set):
  * a wide character once for its two cells, combining characters after
@@ -71,5 +80,15 @@ void hs_screen_cursor(const struct hs_screen *s, int *row, int *col);
  */
 void hs_screen_json(yajl_gen g, const struct hs_screen *s);
 void hs_screen_free(struct hs_screen *s);
+
+struct hs_capture;
+/*
+ * Into an open map: "screen" (as hs_screen_json) for the bytes a bounded
+ * capture kept, at rows x cols, in newline mode when newline is set (output
+ * that came through a pipe, not a terminal); a capture that dropped its
+ * middle renders from its tail, partial.  "screen": null for a bad size or
+ * on OOM.
+ */
+void hs_screen_capture_json(yajl_gen g, const struct hs_capture *c, int rows, int cols, int newline);
 
 #endif /* HS_SCREEN_H */

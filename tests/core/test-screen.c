@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "core/capture.h"
 #include "core/json.h"
 #include "core/screen.h"
 
@@ -358,6 +359,62 @@ test_json(void **state)
 	hs_screen_free(&s);
 }
 
+/* The JSON text hs_screen_capture_json makes of capture c (a new string). */
+static char *
+capture_json(const struct hs_capture *c, int rows, int cols, int newline)
+{
+	const unsigned char *buf;
+	size_t n;
+	yajl_gen g = hs_json_new();
+	yajl_gen_map_open(g);
+	hs_screen_capture_json(g, c, rows, cols, newline);
+	yajl_gen_map_close(g);
+	assert_int_equal(yajl_gen_get_buf(g, &buf, &n), yajl_gen_status_ok);
+	char *out = strndup((const char *)buf, n);
+	yajl_gen_free(g);
+	return out;
+}
+
+static void
+test_capture(void **state)
+{
+	struct hs_capture c;
+	char *j;
+	/* All kept: the whole stream, not partial. */
+	assert_int_equal(hs_capture_init(&c, 1 << 16), 0);
+	hs_capture_add(&c, "one\r\ntwo", strlen("one\r\ntwo"));
+	j = capture_json(&c, 2, 10, 0);
+	assert_string_equal(j, "{\"screen\":{\"rows\":[\"one\",\"two\"],\"cursor\":{\"row\":1,\"col\":3},"
+	                       "\"size\":{\"rows\":2,\"cols\":10},\"alternate\":false,\"partial\":false}}");
+	free(j);
+	/* Pipe output: bare line feeds start new lines. */
+	hs_capture_add(&c, "\nthree\nfour", strlen("\nthree\nfour"));
+	j = capture_json(&c, 2, 10, 1);
+	assert_string_equal(j, "{\"screen\":{\"rows\":[\"three\",\"four\"],\"cursor\":{\"row\":1,\"col\":4},"
+	                       "\"size\":{\"rows\":2,\"cols\":10},\"alternate\":false,\"partial\":false}}");
+	free(j);
+	/* A bad size: null. */
+	j = capture_json(&c, 2, 1, 0);
+	assert_string_equal(j, "{\"screen\":null}");
+	free(j);
+	hs_capture_free(&c);
+	/* The middle dropped: from the tail's last clear, with the alternate
+	 * screen the head entered. */
+	assert_int_equal(hs_capture_init(&c, 64), 0);
+	static const char *const parts[] = { "\033[?1049h\033[Hold screen", "\033[2;1Hmiddle",
+	                                     "\033[H\033[2Jnew screen\r\n~" };
+	hs_capture_add(&c, parts[0], strlen(parts[0]));
+	for (int i = 0; i < 100; i++)
+		hs_capture_add(&c, parts[1], strlen(parts[1]));
+	hs_capture_add(&c, parts[2], strlen(parts[2]));
+	assert_true(c.dropped > 0);
+	j = capture_json(&c, 3, 20, 0);
+	assert_string_equal(j, "{\"screen\":{\"rows\":[\"new screen\",\"~\",\"\"],\"cursor\":{\"row\":1,\"col\":1},"
+	                       "\"size\":{\"rows\":3,\"cols\":20},\"alternate\":true,\"partial\":true}}");
+	free(j);
+	hs_capture_free(&c);
+}
+
 /* A stream of n bytes: numbered lines, then tail. */
 static char *
 big_stream(size_t n, const char *head, const char *tail, size_t *len)
@@ -380,7 +437,7 @@ test_huge_bounded(void **state)
 	size_t len;
 	char *b = big_stream(8u << 20, "", "last\r\nEND", &len);
 	assert_int_equal(hs_screen_init(&s, 4, 40), 0);
-	hs_screen_feed_tail(&s, b, len, HS_SCREEN_FEED_MAX);
+	hs_screen_feed_tail(&s, b, len, HS_SCREEN_FEED_MAX, 0);
 	assert_true(s.partial);
 	assert_true(s.fed <= HS_SCREEN_FEED_MAX);
 	assert_true(s.fed > 0);
@@ -393,7 +450,7 @@ test_huge_bounded(void **state)
 
 	/* Short streams are fed whole and are not partial. */
 	assert_int_equal(hs_screen_init(&s, 4, 40), 0);
-	hs_screen_feed_tail(&s, "short", 5, HS_SCREEN_FEED_MAX);
+	hs_screen_feed_tail(&s, "short", 5, HS_SCREEN_FEED_MAX, 0);
 	assert_false(s.partial);
 	assert_int_equal(s.fed, 5);
 	check_row(&s, 0, "short");
@@ -404,7 +461,7 @@ test_huge_bounded(void **state)
 	b = big_stream(3u << 20, "\033[?1049h",
 	               "\033[H\033[2Jtop\033[4;1Hbottom", &len);
 	assert_int_equal(hs_screen_init(&s, 4, 40), 0);
-	hs_screen_feed_tail(&s, b, len, 64 << 10);
+	hs_screen_feed_tail(&s, b, len, 64 << 10, 0);
 	assert_true(s.partial);
 	assert_true(s.alternate);
 	assert_true(s.fed <= 64 << 10);
@@ -415,10 +472,24 @@ test_huge_bounded(void **state)
 	hs_screen_free(&s);
 	free(b);
 
+	/* A capture that dropped its middle: the head (which entered the
+	 * alternate screen) and the tail, fed from the tail's last clear. */
+	static const char head[] = "\033[?1049hHEAD", tail[] = "ail of a line\r\n\033[2J\033[Hnew";
+	char cap[sizeof(head) + sizeof(tail)];
+	memcpy(cap, head, strlen(head));
+	memcpy(cap + strlen(head), tail, strlen(tail));
+	assert_int_equal(hs_screen_init(&s, 4, 40), 0);
+	hs_screen_feed_tail(&s, cap, strlen(head) + strlen(tail), strlen(tail), 1);
+	assert_true(s.partial);
+	assert_true(s.alternate);
+	check_row(&s, 0, "new");
+	check_row(&s, 1, "");
+	hs_screen_free(&s);
+
 	/* Left again before the cut: the main screen. */
 	b = big_stream(2u << 20, "\033[?1049hx\033[?1049l", "z", &len);
 	assert_int_equal(hs_screen_init(&s, 4, 40), 0);
-	hs_screen_feed_tail(&s, b, len, 4096);
+	hs_screen_feed_tail(&s, b, len, 4096, 0);
 	assert_true(s.partial);
 	assert_false(s.alternate);
 	check_row(&s, 3, "z");
@@ -434,7 +505,7 @@ test_huge_bounded(void **state)
 		memcpy(b + i, "\xe4\xb8\xad", 3);
 	len = m - m % 3;
 	assert_int_equal(hs_screen_init(&s, 4, 10), 0);
-	hs_screen_feed_tail(&s, b, len, 100);
+	hs_screen_feed_tail(&s, b, len, 100, 0);
 	/* 99 bytes from the first whole character: 33 of them, 5 to a row. */
 	assert_int_equal(s.fed, 99);
 	for (int r = 0; r < 3; r++)
@@ -462,6 +533,7 @@ main(void)
 		cmocka_unit_test(test_trailing_trimmed),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_huge_bounded),
+		cmocka_unit_test(test_capture),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
