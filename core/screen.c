@@ -78,6 +78,13 @@ out_bytes(struct clean_out *o, const void *p, size_t n)
 	o->n += n;
 }
 
+size_t
+hs_screen_feed_bound(const struct hs_screen *s)
+{
+	size_t n = HS_SCREEN_WORK / ((size_t)s->rows * (size_t)s->cols);
+	return n < HS_SCREEN_FEED_MAX ? n : HS_SCREEN_FEED_MAX;
+}
+
 void
 hs_screen_newline(struct hs_screen *s)
 {
@@ -412,11 +419,11 @@ hs_screen_capture_json(yajl_gen g, const struct hs_capture *c, int rows, int col
 	}
 	if (newline)
 		hs_screen_newline(&s);
+	size_t max = hs_screen_feed_bound(&s);
 	if (c->dropped)
-		hs_screen_feed_tail(&s, all, len, c->tail_len < HS_SCREEN_FEED_MAX ? c->tail_len
-		                                                                   : HS_SCREEN_FEED_MAX, 1);
+		hs_screen_feed_tail(&s, all, len, c->tail_len < max ? c->tail_len : max, 1);
 	else
-		hs_screen_feed_tail(&s, all, len, HS_SCREEN_FEED_MAX, 0);
+		hs_screen_feed_tail(&s, all, len, max, 0);
 	hs_screen_json(g, &s);
 	hs_screen_free(&s);
 	free(all);

@@ -18,8 +18,14 @@
 /* The default size when the stream's own terminal size is not known. */
 #define HS_SCREEN_ROWS_DEFAULT 24
 #define HS_SCREEN_COLS_DEFAULT 80
-/* The most bytes hs_screen_feed_tail feeds (the tail of a longer stream). */
+/* The most bytes of a stream rendered (the tail of a longer stream). */
 #define HS_SCREEN_FEED_MAX (1u << 20)
+/*
+ * The work one render may do, in cell updates: a byte can cost a whole
+ * screen's worth (a line feed that scrolls, a screen erase), so a bigger
+ * screen is fed fewer bytes (hs_screen_feed_bound).
+ */
+#define HS_SCREEN_WORK (1u << 29)
 
 struct VTerm;
 
@@ -44,6 +50,12 @@ struct hs_screen {
  * s must not move while in use.  Returns 0, or -1 for a size out of range.
  */
 int hs_screen_init(struct hs_screen *s, int rows, int cols);
+/*
+ * How many bytes of a stream to feed s at most: HS_SCREEN_FEED_MAX, fewer
+ * for a screen so big that HS_SCREEN_WORK would not cover them (279620
+ * for 24x80, 536 for 1000x1000).
+ */
+size_t hs_screen_feed_bound(const struct hs_screen *s);
 /*
  * Line feeds start a new line at its first column (newline mode), as a
  * terminal's output processing (onlcr) shows a program's "\n": for a stream
@@ -85,8 +97,9 @@ struct hs_capture;
 /*
  * Into an open map: "screen" (as hs_screen_json) for the bytes a bounded
  * capture kept, at rows x cols, in newline mode when newline is set (output
- * that came through a pipe, not a terminal); a capture that dropped its
- * middle renders from its tail, partial.  "screen": null for a bad size or
+ * that came through a pipe, not a terminal), at most hs_screen_feed_bound
+ * bytes of it; a capture that dropped its middle renders from its tail,
+ * partial.  "screen": null for a bad size or
  * on OOM.
  */
 void hs_screen_capture_json(yajl_gen g, const struct hs_capture *c, int rows, int cols, int newline);

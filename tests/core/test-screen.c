@@ -448,6 +448,28 @@ test_huge_bounded(void **state)
 	hs_screen_free(&s);
 	free(b);
 
+	/* A bigger screen is fed fewer bytes: 1 MiB of line feeds, each a scroll
+	 * of the whole screen, stays within the work bound. */
+	assert_int_equal(hs_screen_init(&s, 24, 80), 0);
+	assert_true(hs_screen_feed_bound(&s) >= 256u << 10);
+	hs_screen_free(&s);
+	assert_int_equal(hs_screen_init(&s, HS_SCREEN_SIZE_MAX, HS_SCREEN_SIZE_MAX), 0);
+	size_t bound = hs_screen_feed_bound(&s);
+	assert_true(bound > 0 && bound * HS_SCREEN_SIZE_MAX * HS_SCREEN_SIZE_MAX <= HS_SCREEN_WORK);
+	b = malloc(1u << 20);
+	assert_non_null(b);
+	memset(b, '\n', 1u << 20);
+	memcpy(b + (1u << 20) - 4, "last", 4);
+	hs_screen_feed_tail(&s, b, 1u << 20, bound, 0);
+	assert_true(s.partial);
+	assert_true(s.fed <= bound);
+	int row = -1, col = -1;
+	hs_screen_cursor(&s, &row, &col);
+	assert_int_equal(row, (int)s.fed - 4);
+	check_row(&s, row, "last");
+	hs_screen_free(&s);
+	free(b);
+
 	/* Short streams are fed whole and are not partial. */
 	assert_int_equal(hs_screen_init(&s, 4, 40), 0);
 	hs_screen_feed_tail(&s, "short", 5, HS_SCREEN_FEED_MAX, 0);
