@@ -93,7 +93,7 @@ hs_screen_newline(struct hs_screen *s)
 }
 
 /* Where the stream is, as far as REP needs to know (see pass_ascii). */
-enum { ESC_GROUND, ESC_START, ESC_CSI, ESC_STRING };
+enum { ESC_GROUND, ESC_START, ESC_CSI, ESC_STRING, ESC_DCS };
 
 /* A character shown in the ground state: the one REP repeats. */
 static void
@@ -123,55 +123,84 @@ out_char(struct clean_out *o, const unsigned char *pend, int n)
 		out_text(o, pend, n);
 }
 
+/* The most digits of one parameter, parameters, and other bytes of one
+ * escape sequence passed on; the rest of a longer one is dropped. */
+#define SEQ_DIGITS_MAX 5
+#define SEQ_ARGS_MAX 12
+#define SEQ_OTHER_MAX 4
+
 /*
- * An ASCII byte.  REP (CSI Pn b, repeat the last character) is done here
- * instead of by libvterm 0.1.4, which loops for ever when that character
- * had no width (none yet, or a lone combining mark): its final byte becomes
- * one libvterm ignores, and the character goes out Pn times (to the row's end).
- * Any CSI ending in 'b' is neutralised, whatever came before it, so a REP
- * never reaches libvterm even where this tracker and its parser disagree.
+ * An ASCII byte.  Defects of libvterm 0.1.4 are kept away here.  A CSI
+ * with many ':' separators overflows its argument array, so sequences are
+ * cut to SEQ_ARGS_MAX parameters of SEQ_DIGITS_MAX digits (no overflow of a
+ * parameter's value either) and SEQ_OTHER_MAX leader or intermediate bytes.
+ * REP (CSI Pn b, repeat the last character) loops for ever when that
+ * character had no width (none yet, or a lone combining mark), so REP is
+ * done here: its final byte becomes one libvterm ignores, and the character
+ * goes out Pn times (to the row's end).  Any CSI ending in 'b' is
+ * neutralised, whatever came before it, so a REP never reaches libvterm
+ * even where this tracker and its parser disagree.
  */
 static void
 pass_ascii(struct clean_out *o, unsigned char c)
 {
 	struct hs_screen *s = o->s;
+	if (c == 0x1b) {
+		s->esc = ESC_START;
+		s->seq_digits = s->seq_args = s->seq_other = 0;
+		out_bytes(o, &c, 1);
+		return;
+	}
 	switch (s->esc) {
 	case ESC_GROUND:
-		if (c == 0x1b)
-			s->esc = ESC_START;
-		else if (c >= 0x20 && c < 0x7f)
+		if (c >= 0x20 && c < 0x7f) {
 			out_text(o, &c, 1);
-		if (c >= 0x20 && c < 0x7f)
 			return;
+		}
 		break;
 	case ESC_START:
 		if (c == '[') {
 			s->esc = ESC_CSI;
 			s->rep_plain = 1;
 			s->rep_n = 0;
-		} else if (c == ']' || c == 'P' || c == '_' || c == '^' || c == 'X') {
+		} else if (c == 'P') {
+			s->esc = ESC_DCS;
+		} else if (c == ']' || c == '_' || c == '^' || c == 'X') {
 			s->esc = ESC_STRING;
 		} else if (c >= 0x30 && c < 0x7f) {
 			s->esc = ESC_GROUND;
+		} else if (c >= 0x20 && c < 0x30 && ++s->seq_other > SEQ_OTHER_MAX) {
+			return;
 		}
 		break;
+	case ESC_DCS:
+		/* DECRQSS (DCS $ q) only makes libvterm answer, and an odd request
+		 * has it format the answer with an argument its format does not
+		 * match: it becomes a DCS that libvterm ignores. */
+		s->esc = ESC_STRING;
+		if (c == '$')
+			return;
+		/* fall through */
 	case ESC_STRING:
-		if (c == 0x1b)
-			s->esc = ESC_START;
-		else if (c == 0x07)
+		if (c == 0x07)
 			s->esc = ESC_GROUND;
 		break;
 	case ESC_CSI:
-		if (c == 0x1b) {
-			s->esc = ESC_START;
-		} else if (c >= '0' && c <= '9') {
-			if (s->rep_plain == 1 && s->rep_n < 100000)
-				s->rep_n = s->rep_n * 10 + (c - '0');
+		if (c >= '0' && c <= '9') {
+			if (++s->seq_digits > SEQ_DIGITS_MAX)
+				return;
+			if (s->rep_plain == 1)
+				s->rep_n = s->rep_n * 10 + (unsigned)(c - '0');
 		} else if (c == ';' || c == ':') {
+			s->seq_digits = 0;
+			if (++s->seq_args >= SEQ_ARGS_MAX)
+				return;
 			if (s->rep_plain == 1)
 				s->rep_plain = 2; /* past the first parameter */
 		} else if (c >= 0x20 && c < 0x40) {
-			s->rep_plain = 0;     /* a leader or intermediate: not REP */
+			if (++s->seq_other > SEQ_OTHER_MAX)
+				return;
+			s->rep_plain = 0;         /* a leader or intermediate: not REP */
 		} else if (c >= 0x40 && c < 0x7f) {
 			s->esc = ESC_GROUND;
 			if (c == 'b') {

@@ -38,6 +38,7 @@ struct hs_screen {
 	unsigned char pend[4]; /* a UTF-8 character cut between two feeds */
 	int npend, need;
 	int esc, rep_plain;    /* the escape sequence state REP is tracked in */
+	int seq_digits, seq_args, seq_other; /* the current sequence's bytes so far */
 	unsigned rep_n;
 	unsigned char last[4]; /* the last character shown, for REP */
 	int nlast;

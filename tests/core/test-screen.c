@@ -248,6 +248,20 @@ test_invalid_utf8(void **state)
 	check_row(&s, 2, "\xef\xbf\xbdZ");
 	check_sane(&s);
 	hs_screen_free(&s);
+
+	/* Many sub-parameters overflowed its argument array; huge counts. */
+	assert_int_equal(hs_screen_init(&s, 3, 20), 0);
+	feed(&s, "\033[::::::::::::::::::::::::::::::::::::::::1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17;18m");
+	feed(&s, "\033[2;1H\033[99999999999999999999999Cz\033[99999999999999999999999Dy");
+	check_sane(&s);
+	check_row(&s, 1, "y                  z");
+	/* An odd DECRQSS made it format its answer from a bad argument (seen
+	 * under AddressSanitizer); DCS and OSC strings leave the screen alone. */
+	feed(&s, "\033P$qx\033\\\033P$q#;0\033\\\033]0;title\007\033Pq#0\033\\");
+	check_sane(&s);
+	check_row(&s, 0, "");
+	check_row(&s, 1, "y                  z");
+	hs_screen_free(&s);
 }
 
 static void

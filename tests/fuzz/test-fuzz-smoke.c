@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test-fuzz-smoke - the libFuzzer entry points of the serve reader and the
- * mount-spec parser and the Modal protobuf decoder run over their seed corpora and over mutations of every
+ * mount-spec parser, the Modal protobuf decoder and the screen renderer run over their seed corpora and over mutations of every
  * seed (truncations, single-byte flips), so `make check` exercises them
  * under the sanitizer job even where clang's libFuzzer is not used.
  */
@@ -21,6 +21,7 @@
 int hs_fuzz_serve(const uint8_t *data, size_t size);
 int hs_fuzz_mounts(const uint8_t *data, size_t size);
 int hs_fuzz_pb(const uint8_t *data, size_t size);
+int hs_fuzz_screen(const uint8_t *data, size_t size);
 
 static size_t
 run_corpus(const char *name, int (*fn)(const uint8_t *, size_t))
@@ -82,6 +83,13 @@ test_pb_corpus(void **state)
 	printf("protobuf decoder: %zu inputs\n", run_corpus("pb", hs_fuzz_pb));
 }
 
+static void
+test_screen_corpus(void **state)
+{
+	(void)state;
+	printf("screen renderer: %zu inputs\n", run_corpus("screen", hs_fuzz_screen));
+}
+
 int
 main(void)
 {
@@ -89,6 +97,7 @@ main(void)
 		cmocka_unit_test(test_serve_corpus),
 		cmocka_unit_test(test_mounts_corpus),
 		cmocka_unit_test(test_pb_corpus),
+		cmocka_unit_test(test_screen_corpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
