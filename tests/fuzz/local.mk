@@ -7,10 +7,11 @@ check_PROGRAMS += tests/fuzz/test-fuzz-smoke
 TESTS += tests/fuzz/test-fuzz-smoke
 tests_fuzz_test_fuzz_smoke_SOURCES = tests/fuzz/test-fuzz-smoke.c core/serve/fuzz-serve.c \
 	core/safety/fuzz-mounts.c core/serve/serve-req.c core/serve/serve-req.h core/json.c core/json.h \
-	plugins/modal/fuzz-pb.c plugins/modal/pb.c plugins/modal/pb.h core/egress/fuzz-request.c
+	plugins/modal/fuzz-pb.c plugins/modal/pb.c plugins/modal/pb.h core/egress/fuzz-request.c \
+	core/fuzz-screen.c core/screen.c core/screen.h core/capture.c
 tests_fuzz_test_fuzz_smoke_CPPFLAGS = $(AM_CPPFLAGS) -DHS_FUZZ_SMOKE
-tests_fuzz_test_fuzz_smoke_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(YAJL_CFLAGS)
-tests_fuzz_test_fuzz_smoke_LDADD = core/egress/libhsegress.a $(HS_SAFETY_LIBS) $(YAJL_LIBS) $(CMOCKA_LIBS)
+tests_fuzz_test_fuzz_smoke_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(YAJL_CFLAGS) $(VTERM_CFLAGS)
+tests_fuzz_test_fuzz_smoke_LDADD = core/egress/libhsegress.a $(HS_SAFETY_LIBS) $(YAJL_LIBS) $(VTERM_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus
 
 FUZZ_CC = clang
@@ -34,9 +35,18 @@ fuzz-modal-pb: plugins/modal/fuzz-pb.c plugins/modal/pb.c
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o tests/fuzz/fuzz-modal-pb $(addprefix $(top_srcdir)/,$^)
 	$(FUZZ_RUN) modal-pb tests/fuzz/fuzz-modal-pb $(top_srcdir)/tests/fuzz/corpus/pb
 
+# The screen renderer over libvterm (linked as installed, not instrumented:
+# what it reads is written by the sandboxed command).
+FUZZ_TARGETS += fuzz-screen
+fuzz-screen: core/fuzz-screen.c core/screen.c core/capture.c core/json.c
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(YAJL_CFLAGS) $(VTERM_CFLAGS) -o tests/fuzz/fuzz-screen \
+		$(addprefix $(top_srcdir)/,$^) $(VTERM_LIBS) $(YAJL_LIBS)
+	$(FUZZ_RUN) screen tests/fuzz/fuzz-screen $(top_srcdir)/tests/fuzz/corpus/screen
+
 fuzz: $(FUZZ_TARGETS)
-CLEANFILES += tests/fuzz/fuzz-serve tests/fuzz/fuzz-mounts tests/fuzz/fuzz-modal-pb
-.PHONY: fuzz fuzz-serve fuzz-mounts fuzz-modal-pb
+CLEANFILES += tests/fuzz/fuzz-serve tests/fuzz/fuzz-mounts tests/fuzz/fuzz-modal-pb tests/fuzz/fuzz-screen
+.PHONY: fuzz fuzz-serve fuzz-mounts fuzz-modal-pb fuzz-screen
 
 clean-local: clean-local-fuzz
 clean-local-fuzz:

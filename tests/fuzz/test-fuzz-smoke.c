@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test-fuzz-smoke - the libFuzzer entry points of the serve reader and the
- * mount-spec parser, the Modal protobuf decoder and the egress request parser run over their seed corpora and over mutations of every
+ * mount-spec parser, the Modal protobuf decoder, the egress request parser and the screen
+ * renderer run over their seed corpora and over mutations of every
  * seed (truncations, single-byte flips), so `make check` exercises them
  * under the sanitizer job even where clang's libFuzzer is not used.
  */
@@ -22,6 +23,7 @@ int hs_fuzz_serve(const uint8_t *data, size_t size);
 int hs_fuzz_mounts(const uint8_t *data, size_t size);
 int hs_fuzz_pb(const uint8_t *data, size_t size);
 int hs_fuzz_egress(const uint8_t *data, size_t size);
+int hs_fuzz_screen(const uint8_t *data, size_t size);
 
 static size_t
 run_corpus(const char *name, int (*fn)(const uint8_t *, size_t))
@@ -90,6 +92,13 @@ test_egress_corpus(void **state)
 	printf("egress request parser: %zu inputs\n", run_corpus("egress", hs_fuzz_egress));
 }
 
+static void
+test_screen_corpus(void **state)
+{
+	(void)state;
+	printf("screen renderer: %zu inputs\n", run_corpus("screen", hs_fuzz_screen));
+}
+
 int
 main(void)
 {
@@ -98,6 +107,7 @@ main(void)
 		cmocka_unit_test(test_mounts_corpus),
 		cmocka_unit_test(test_pb_corpus),
 		cmocka_unit_test(test_egress_corpus),
+		cmocka_unit_test(test_screen_corpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
