@@ -224,6 +224,15 @@ run_call(struct hs_actx *x, const struct call *cl, struct hs_progset *produced)
 		hs_analyse_script(x, cl->lits[0], strlen(cl->lits[0]), NULL, produced);
 		return;
 	}
+	if (!cl->list) {
+		/* Pieces joined into one command: "rm -rf " "/" or "rm -rf " + "/". */
+		for (k = 0; k < cl->nlits; k++)
+			for (s = cl->lits[k]; *s && pos + 1 < sizeof(buf); s++)
+				buf[pos++] = *s;
+		if ((s = hs_arena_strndup(x->a, buf, pos)))
+			hs_analyse_script(x, s, pos, NULL, produced);
+		pos = 0;
+	}
 	/* An argv list: quote each element so it stays one word. */
 	for (k = 0; k < cl->nlits; k++) {
 		if (pos)

@@ -227,6 +227,10 @@ test_interpreters(void **s)
 	DENY("php -r 'shell_exec(\"rm -rf /\");'");
 	DENY("python3 - <<'EOF'\nimport os\nos.system('rm -rf /')\nEOF");
 	ASK("python3 -c 'import os; os.system(cmd)'");
+	/* A command given in pieces that the language joins into one string. */
+	DENY("python3 -c 'import os; os.system(\"rm -rf \" \"/\")'");
+	DENY("python3 -c 'import os; os.system(\"rm -rf \" + \"/\")'");
+	DENY("perl -e 'system(\"rm -rf \" . \"/\")'");
 	ALLOW("python3 -c 'print(1)'");
 	ALLOW("python3 -c \"import json; print(json.dumps({'rm': '-rf /'}))\"");
 }
