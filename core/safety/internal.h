@@ -297,6 +297,11 @@ struct hs_actx {
 #define HS_ANALYSE_MAX_STEPS 20000
 
 void hs_actx_opaque(struct hs_actx *x, const char *reason);
+/*
+ * Turn out's findings and opacity into its verdict: an opaque input in
+ * host context gets the "opaque" finding (shown as its argv_norm).
+ */
+void hs_analysis_finish(struct hs_analysis *out, enum hs_context ctx, const char *shown);
 /* NAME=VALUE words whose value a shell runs or expands later (PROMPT_COMMAND, PS4, BASH_ENV...). */
 void hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n);
 /* Parse text and analyse it; adds what ran to produced (may be NULL). */

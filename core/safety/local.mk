@@ -7,7 +7,7 @@ core_safety_libhssafety_a_SOURCES = \
 	core/safety/arena.c core/safety/arena.h \
 	core/safety/shell/shparse.h core/safety/shell/lex.c core/safety/shell/parse.c core/safety/shell/parse-redir.c \
 	core/safety/internal.h core/safety/safety.h \
-	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c \
+	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c core/safety/stdin.c \
 	core/safety/match.c core/safety/pred.c core/safety/sql.c core/safety/policy.c \
 	core/safety/policy-index.c core/safety/getopt.c \
 	core/safety/mounts.c core/safety/mounts.h \
@@ -23,7 +23,8 @@ core_safety_libhssafety_a_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS) $(YAJL_CFLAG
 HS_SAFETY_LIBS = core/safety/libhssafety.a $(LIBCONFIG_LIBS) $(YAJL_LIBS)
 
 hs_safety_tests = tests/safety/test-analyse tests/safety/test-corpus \
-	tests/safety/test-mounts tests/safety/test-approval tests/safety/test-credentials
+	tests/safety/test-mounts tests/safety/test-approval tests/safety/test-credentials \
+	tests/safety/test-stdin
 check_PROGRAMS += $(hs_safety_tests) tests/safety/hs-analyse
 TESTS += $(hs_safety_tests)
 
@@ -36,6 +37,9 @@ tests_safety_test_analyse_LDADD = $(hs_safety_test_ldadd)
 tests_safety_test_corpus_SOURCES = tests/safety/test-corpus.c tests/safety/common.h
 tests_safety_test_corpus_CFLAGS = $(hs_safety_test_cflags)
 tests_safety_test_corpus_LDADD = $(hs_safety_test_ldadd)
+tests_safety_test_stdin_SOURCES = tests/safety/test-stdin.c tests/safety/common.h
+tests_safety_test_stdin_CFLAGS = $(hs_safety_test_cflags)
+tests_safety_test_stdin_LDADD = $(hs_safety_test_ldadd)
 tests_safety_test_mounts_SOURCES = tests/safety/test-mounts.c
 tests_safety_test_mounts_CFLAGS = $(hs_safety_test_cflags)
 tests_safety_test_mounts_LDADD = $(hs_safety_test_ldadd)

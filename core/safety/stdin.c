@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stdin.c - what bytes written to a program's terminal would make it run.
+ *
+ * A write into a shell or an interpreter's REPL is a command in disguise:
+ * "rm -rf /\n" typed into bash runs rm.  The guard models the program as a
+ * line editor (the terminal's canonical mode, or readline) feeding an
+ * interpreter it cannot name: the program name a sandbox reports is chosen
+ * by the sandboxed process, so every submitted line is judged as each of
+ * the programs it could be - a shell (incomplete constructs accumulate, as
+ * bash reads continuation lines), the interpreters the scanner of interp.c
+ * knows, and a shell reached through an escape ("!cmd", ":!cmd",
+ * "shell cmd", ".system cmd").  The most severe verdict wins.
+ *
+ * Editing the model knows exactly is applied (erase, kill line, erase
+ * word where every program agrees, interrupt).  Anything else - cursor and
+ * meta keys, completion, history, bytes a locale may read as meta keys,
+ * NUL - could rebuild the line into something unseen, so from there on the
+ * input is opaque, like a command the analyser cannot read, until an
+ * interrupt (^C) discards what is pending.  Opaque text is still searched
+ * as typed and as edited, so a hardline match in it still denies.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/safety/internal.h"
+
+/* Longest line, and longest unfinished construct, that is analysed. */
+#define LINE_MAX_BYTES ((size_t)16 << 10)
+#define BLOCK_MAX_BYTES ((size_t)16 << 10)
+/* Most escape or quote positions of one line judged as a fresh start. */
+#define MAX_RESTARTS 16
+
+struct gbuf {
+	char *s;
+	size_t len, cap;
+};
+
+enum esc_state { ESC_NONE = 0, ESC_SEEN, ESC_CSI, ESC_SS3 };
+
+struct hs_stdin_guard {
+	struct gbuf line;  /* the line being typed, with the edits applied */
+	struct gbuf typed; /* the same line as typed: control bytes removed, no edits */
+	struct gbuf block; /* shell: earlier lines of an unfinished construct */
+	struct gbuf iblock; /* interpreters: earlier lines inside open brackets */
+	int esc;           /* enum esc_state across writes */
+	int opaque;        /* unmodelled input was delivered; reset by ^C */
+	int overlong;      /* the line passed LINE_MAX_BYTES */
+	char why[160];
+};
+
+/* What one analysis collects. */
+struct judge {
+	const struct hs_policy *p;
+	enum hs_context ctx;
+	struct hs_analysis *out;
+	char why[160]; /* the first reason the input is opaque, or "" */
+};
+
+static int
+gbuf_put(struct gbuf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *ns;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		ns = realloc(b->s, cap);
+		if (!ns)
+			return -1;
+		b->s = ns;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+	return 0;
+}
+
+static void
+gbuf_clear(struct gbuf *b)
+{
+	b->len = 0;
+	if (b->s)
+		b->s[0] = '\0';
+}
+
+static int
+gbuf_copy(struct gbuf *dst, const struct gbuf *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	return src->len ? gbuf_put(dst, src->s, src->len) : 0;
+}
+
+struct hs_stdin_guard *
+hs_stdin_guard_new(void)
+{
+	return calloc(1, sizeof(struct hs_stdin_guard));
+}
+
+static void
+free_parts(struct hs_stdin_guard *g)
+{
+	free(g->line.s);
+	free(g->typed.s);
+	free(g->block.s);
+	free(g->iblock.s);
+}
+
+void
+hs_stdin_guard_free(struct hs_stdin_guard *g)
+{
+	if (!g)
+		return;
+	free_parts(g);
+	free(g);
+}
+
+/* The write is opaque for the guard's reason (the first one counts). */
+static void
+note_opaque(const struct hs_stdin_guard *g, struct judge *j)
+{
+	if (j && !j->why[0])
+		snprintf(j->why, sizeof(j->why), "%s", g->why);
+}
+
+static void
+taint(struct hs_stdin_guard *g, struct judge *j, const char *why)
+{
+	if (!g->opaque) {
+		g->opaque = 1;
+		snprintf(g->why, sizeof(g->why), "%s", why);
+	}
+	note_opaque(g, j);
+}
+
+static void
+reset(struct hs_stdin_guard *g)
+{
+	gbuf_clear(&g->line);
+	gbuf_clear(&g->typed);
+	gbuf_clear(&g->block);
+	gbuf_clear(&g->iblock);
+	g->esc = ESC_NONE;
+	g->opaque = 0;
+	g->overlong = 0;
+	g->why[0] = '\0';
+}
+
+/* ---- judging ---- */
+
+static void
+merge(struct judge *j, const struct hs_analysis *a)
+{
+	struct hs_analysis *o = j->out;
+
+	for (size_t i = 0; i < a->n_findings; i++) {
+		const struct hs_finding *f = &a->findings[i];
+		size_t k;
+
+		/* Opacity is decided here, once, for the whole write. */
+		if (!strcmp(f->rule_id, "opaque"))
+			continue;
+		for (k = 0; k < o->n_findings; k++)
+			if (!strcmp(o->findings[k].rule_id, f->rule_id) &&
+			    !strcmp(o->findings[k].argv_norm, f->argv_norm))
+				break;
+		if (k == o->n_findings && o->n_findings < HS_MAX_FINDINGS)
+			o->findings[o->n_findings++] = *f;
+	}
+}
+
+/* Judge text as a shell command: findings always, opacity only when counts. */
+static void
+judge_text(struct judge *j, const char *text, int opacity)
+{
+	struct hs_analysis a;
+
+	hs_analyse(j->p, text, j->ctx, &a);
+	merge(j, &a);
+	if (opacity && a.opaque && !j->out->opaque) {
+		j->out->opaque = 1;
+		snprintf(j->out->opaque_reason, sizeof(j->out->opaque_reason), "%s", a.opaque_reason);
+	}
+}
+
+static void
+set_opaque(struct judge *j, const char *why)
+{
+	if (!j->out->opaque) {
+		j->out->opaque = 1;
+		snprintf(j->out->opaque_reason, sizeof(j->out->opaque_reason), "%s", why);
+	}
+}
+
+/* s[0..n) single-quoted for a shell, appended to b. */
+static int
+put_quoted(struct gbuf *b, const char *s, size_t n)
+{
+	size_t i, from = 0;
+
+	if (gbuf_put(b, "'", 1) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (s[i] == '\'') {
+			if (gbuf_put(b, s + from, i - from) < 0 || gbuf_put(b, "'\\''", 4) < 0)
+				return -1;
+			from = i + 1;
+		}
+	return gbuf_put(b, s + from, n - from) < 0 || gbuf_put(b, "'", 1) < 0 ? -1 : 0;
+}
+
+/* Judge text as the code of every interpreter the scanner knows, at once. */
+static void
+judge_code(struct judge *j, const char *text, int opacity)
+{
+	static const char *const runs[] = { "python3 -c ", " ; perl -e ", " ; ruby -e ", " ; node -e ",
+		" ; php -r " };
+	struct gbuf b = { 0 };
+	size_t k, n = strlen(text);
+
+	for (k = 0; k < sizeof(runs) / sizeof(runs[0]); k++)
+		if (gbuf_put(&b, runs[k], strlen(runs[k])) < 0 || put_quoted(&b, text, n) < 0) {
+			free(b.s);
+			set_opaque(j, "out of memory");
+			return;
+		}
+	judge_text(j, b.s, opacity);
+	free(b.s);
+}
+
+/* The policy knows this word as a program: a line starting with it was meant for a shell. */
+static int
+known_program(const struct hs_policy *p, const char *text)
+{
+	char word[128];
+	size_t n;
+
+	text += strspn(text, " \t\n");
+	n = strcspn(text, " \t\n;&|<>()");
+	if (!n || n >= sizeof(word))
+		return 0;
+	memcpy(word, text, n);
+	word[n] = '\0';
+	return hs_policy_prog(p, hs_basename(word)) != NULL;
+}
+
+/*
+ * Bash's extended globs (!(x), @(x), ...) are on in most interactive
+ * shells but not in the parser; read as "*" they match at least as much.
+ */
+static char *
+extglob_as_star(const char *text)
+{
+	size_t n = strlen(text), i, o = 0;
+	char *s = malloc(n + 1);
+	int changed = 0;
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (strchr("!@?*+", text[i]) && text[i + 1] == '(') {
+			const char *close = strchr(text + i + 2, ')');
+
+			if (close) {
+				s[o++] = '*';
+				i = (size_t)(close - text);
+				changed = 1;
+				continue;
+			}
+		}
+		s[o++] = text[i];
+	}
+	s[o] = '\0';
+	if (!changed) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* A shell line that bash would not parse either runs nothing; one we cannot parse is opaque. */
+static void
+judge_unparsed(struct judge *j, const char *text, const char *why)
+{
+	char msg[160];
+	char *alt = extglob_as_star(text);
+
+	if (alt) {
+		judge_text(j, alt, 0);
+		free(alt);
+	}
+	if (known_program(j->p, text) || !strcmp(why, "input too large") || !strcmp(why, "nesting too deep")) {
+		snprintf(msg, sizeof(msg), "cannot parse command: %s", why);
+		set_opaque(j, msg);
+	}
+}
+
+/* The shell view of a complete line: an unfinished construct waits for more. */
+static void
+shell_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
+{
+	char stackmem[8192];
+	struct hs_arena a;
+	const char *why = "syntax error";
+	int st;
+
+	if (g->block.len && gbuf_put(&g->block, "\n", 1) < 0)
+		goto nomem;
+	if (gbuf_put(&g->block, line, n) < 0)
+		goto nomem;
+	hs_arena_init(&a, stackmem, sizeof(stackmem), (size_t)16 << 20);
+	st = hs_sh_parse_state(&a, g->block.s, g->block.len, &why);
+	hs_arena_free(&a);
+	if (st == 1) {
+		if (g->block.len <= BLOCK_MAX_BYTES)
+			return;
+		/* Judged as it stands; what follows may still belong to it. */
+		if (j)
+			judge_text(j, g->block.s, 0);
+		taint(g, j, "unfinished shell construct over 16 KiB");
+	} else if (j && st == 0) {
+		judge_text(j, g->block.s, 1);
+	} else if (j) {
+		judge_unparsed(j, g->block.s, why);
+	}
+	gbuf_clear(&g->block);
+	return;
+nomem:
+	gbuf_clear(&g->block);
+	taint(g, j, "out of memory");
+}
+
+/* Brackets still open at the end of code (strings and '#' comments skipped; a guess across languages). */
+static int
+code_open(const char *s, size_t n)
+{
+	int depth = 0;
+	char q = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (q) {
+			if (c == '\\')
+				i++;
+			else if (c == q)
+				q = 0;
+		} else if (c == '\'' || c == '"' || c == '`') {
+			q = c;
+		} else if (c == '#') {
+			while (i < n && s[i] != '\n')
+				i++;
+		} else if (c == '(' || c == '[' || c == '{') {
+			depth++;
+		} else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return depth > 0 || q || (n && s[n - 1] == '\\');
+}
+
+/*
+ * The interpreter view: the line alone, and with the earlier lines of a
+ * call or literal it continues ("os.system(\n'rm -rf /')").
+ */
+static void
+code_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
+{
+	int open;
+
+	if (j)
+		judge_code(j, line, 1);
+	if (!g->iblock.len && !code_open(line, n))
+		return;
+	if ((g->iblock.len && gbuf_put(&g->iblock, "\n", 1) < 0) || gbuf_put(&g->iblock, line, n) < 0) {
+		gbuf_clear(&g->iblock);
+		taint(g, j, "out of memory");
+		return;
+	}
+	open = code_open(g->iblock.s, g->iblock.len);
+	if (j)
+		judge_code(j, g->iblock.s, !open);
+	if (!open)
+		gbuf_clear(&g->iblock);
+	else if (g->iblock.len > BLOCK_MAX_BYTES) {
+		gbuf_clear(&g->iblock);
+		taint(g, j, "unfinished code over 16 KiB");
+	}
+}
+
+/*
+ * Shells reached through an escape: what follows each '!' (":!cmd" in vim,
+ * "!cmd" in less, gdb, ipython, psql's "\!"), what follows the first word
+ * ("shell cmd", ".system cmd", "%sx cmd") and, when the quoting the line
+ * starts in is unknown, what follows each quote.
+ */
+static void
+escape_views(struct judge *j, const char *line, int quotes)
+{
+	const char *s = line + strspn(line, " \t"), *w;
+	int k = 0;
+
+	w = s + strcspn(s, " \t");
+	if (*w)
+		judge_text(j, w, 0);
+	for (s = line; *s && k < MAX_RESTARTS; s++)
+		if (*s == '!' || (quotes && (*s == '\'' || *s == '"' || *s == '`'))) {
+			judge_text(j, s + 1, 0);
+			k++;
+		}
+	if (*s)
+		set_opaque(j, "too many shell escapes or quotes in one line to analyse");
+}
+
+/* Bash's history expansion ("!!", "!-2", "!$", "^a^b") replays earlier input the guard does not keep. */
+static int
+history_expansion(const char *line)
+{
+	const char *s;
+
+	if (line[strspn(line, " \t")] == '^')
+		return 1;
+	for (s = line; (s = strchr(s, '!')); s++)
+		if (s[1] && !strchr(" \t=(\"", s[1]))
+			return 1;
+	return 0;
+}
+
+/* A line the program would now read, judged as each program it could be. */
+static void
+submit(struct hs_stdin_guard *g, struct judge *j)
+{
+	const char *line = g->line.s ? g->line.s : "";
+
+	if (j) {
+		if (history_expansion(line))
+			set_opaque(j, "'!' or '^' may expand the shell's history into an earlier command");
+		escape_views(j, line, g->opaque);
+		if (g->opaque && g->typed.len) {
+			/* What was typed, unedited: the editing is not known. */
+			judge_text(j, g->typed.s, 0);
+			judge_code(j, g->typed.s, 0);
+			escape_views(j, g->typed.s, 1);
+		}
+	}
+	shell_line(g, j, line, g->line.len);
+	code_line(g, j, line, g->line.len);
+	gbuf_clear(&g->line);
+	gbuf_clear(&g->typed);
+}
+
+/* ---- the line editor ---- */
+
+static void
+add_char(struct hs_stdin_guard *g, struct judge *j, char c)
+{
+	if (g->line.len >= LINE_MAX_BYTES) {
+		g->overlong = 1;
+		return;
+	}
+	if (gbuf_put(&g->line, &c, 1) < 0 || gbuf_put(&g->typed, &c, 1) < 0)
+		taint(g, j, "out of memory");
+}
+
+static int
+is_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/*
+ * ^W: the terminal and readline erase back to a blank, vim and others to
+ * a non-word character.  Exact only where the two agree.
+ */
+static void
+erase_word(struct hs_stdin_guard *g, struct judge *j)
+{
+	size_t n = g->line.len;
+
+	while (n && (g->line.s[n - 1] == ' ' || g->line.s[n - 1] == '\t'))
+		n--;
+	while (n && g->line.s[n - 1] != ' ' && g->line.s[n - 1] != '\t') {
+		if (!is_word_char(g->line.s[n - 1]))
+			taint(g, j, "^W erases a different word in different programs");
+		n--;
+	}
+	g->line.len = n;
+	if (g->line.s)
+		g->line.s[n] = '\0';
+}
+
+static void
+feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
+{
+	if (c == 0x03) {
+		/* Interrupt: the terminal, readline and the REPLs discard what is pending. */
+		reset(g);
+		return;
+	}
+	/*
+	 * Escape sequences (ESC x, ESC [ ... final, ESC O x) are keys, not text
+	 * of the edited line; they stay in the typed view.  A control byte ends
+	 * one and counts as itself.
+	 */
+	if (g->esc != ESC_NONE && c >= 0x20 && c != 0x7f) {
+		if (g->esc == ESC_SEEN)
+			g->esc = c == '[' ? ESC_CSI : c == 'O' ? ESC_SS3 : ESC_NONE;
+		else if (g->esc == ESC_SS3 || (c >= 0x40 && c <= 0x7e))
+			g->esc = ESC_NONE;
+		if (g->typed.len < LINE_MAX_BYTES && gbuf_put(&g->typed, (const char *)&c, 1) < 0)
+			taint(g, j, "out of memory");
+		return;
+	}
+	g->esc = ESC_NONE;
+	if (g->opaque)
+		note_opaque(g, j);
+	switch (c) {
+	case '\n':
+	case '\r':
+		if (g->overlong)
+			return;
+		submit(g, j);
+		return;
+	case 0x7f:
+	case 0x08:
+		if (g->line.len) {
+			if ((unsigned char)g->line.s[g->line.len - 1] >= 0x80)
+				taint(g, j, "erasing a multibyte character depends on the terminal's settings");
+			g->line.s[--g->line.len] = '\0';
+		}
+		return;
+	case 0x15: /* ^U: kill line (the cursor is at its end while nothing moved it) */
+		gbuf_clear(&g->line);
+		return;
+	case 0x17:
+		erase_word(g, j);
+		return;
+	case 0x1b:
+		g->esc = ESC_SEEN;
+		taint(g, j, "escape sequences (cursor or meta keys) can rebuild the line");
+		return;
+	case 0x00:
+		taint(g, j, "a NUL byte");
+		return;
+	}
+	if (c < 0x20) {
+		/* Tab completes, ^R searches, ^Y yanks, ^V quotes, ^D ends input or erases: not modelled. */
+		char msg[80];
+
+		snprintf(msg, sizeof(msg), "control character ^%c can change the line", c + '@');
+		taint(g, j, msg);
+		return;
+	}
+	if (c >= 0x80)
+		taint(g, j, "a byte over 0x7f is a meta key to readline outside a UTF-8 locale");
+	add_char(g, j, (char)c);
+}
+
+static void
+feed(struct hs_stdin_guard *g, struct judge *j, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		feed_byte(g, j, b[i]);
+}
+
+static int
+guard_copy(struct hs_stdin_guard *dst, const struct hs_stdin_guard *src)
+{
+	*dst = *src;
+	memset(&dst->line, 0, sizeof(dst->line));
+	memset(&dst->typed, 0, sizeof(dst->typed));
+	memset(&dst->block, 0, sizeof(dst->block));
+	memset(&dst->iblock, 0, sizeof(dst->iblock));
+	if (gbuf_copy(&dst->line, &src->line) < 0 || gbuf_copy(&dst->typed, &src->typed) < 0 ||
+	    gbuf_copy(&dst->block, &src->block) < 0 || gbuf_copy(&dst->iblock, &src->iblock) < 0)
+		return -1;
+	return 0;
+}
+
+/* Unknown keys may submit the line (readline binds any key to accept-line): judge what is pending. */
+static void
+judge_pending(const struct hs_stdin_guard *g, struct judge *j)
+{
+	const struct gbuf *views[] = { &g->line, &g->typed };
+
+	if (g->block.len)
+		judge_text(j, g->block.s, 0);
+	for (size_t k = 0; k < 2; k++)
+		if (views[k]->len) {
+			judge_text(j, views[k]->s, 0);
+			judge_code(j, views[k]->s, 0);
+			escape_views(j, views[k]->s, 1);
+		}
+}
+
+static void
+deny_finding(struct hs_analysis *out, const char *id, const char *desc)
+{
+	struct hs_finding *f;
+
+	if (out->n_findings >= HS_MAX_FINDINGS)
+		out->n_findings = HS_MAX_FINDINGS - 1;
+	f = &out->findings[out->n_findings++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->rule_id, sizeof(f->rule_id), "%s", id);
+	f->hardline = 1;
+	f->host_scope = 1;
+	snprintf(f->description, sizeof(f->description), "%s", desc);
+}
+
+int
+hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum hs_context ctx,
+		 const void *buf, size_t n, struct hs_analysis *out)
+{
+	struct hs_stdin_guard w;
+	struct judge j = { .p = p, .ctx = ctx, .out = out };
+	char shown[200];
+
+	if (!out)
+		return -1;
+	out->verdict = HS_VERDICT_ALLOW;
+	out->n_findings = 0;
+	out->opaque = 0;
+	out->opaque_reason[0] = '\0';
+	if (!g || !p || (!buf && n))
+		return -1;
+	if (n > HS_STDIN_MAX_WRITE) {
+		deny_finding(out, "stdin.too-long", "a write to a terminal over 64 KiB is not analysed: split it");
+		hs_analysis_finish(out, ctx, "");
+		return 0;
+	}
+	if (guard_copy(&w, g) < 0) {
+		set_opaque(&j, "out of memory");
+	} else {
+		feed(&w, &j, buf, n);
+		if (w.opaque)
+			judge_pending(&w, &j);
+		if (w.overlong)
+			deny_finding(out, "stdin.too-long", "a line over 16 KiB typed to a terminal is not analysed: "
+				     "write it to a file, or send ^C to discard it");
+		if (j.why[0])
+			set_opaque(&j, j.why);
+	}
+	free_parts(&w);
+	hs_stdin_shown(buf, n, shown, sizeof(shown));
+	hs_analysis_finish(out, ctx, shown);
+	return 0;
+}
+
+size_t
+hs_stdin_shown(const void *buf, size_t n, char *out, size_t outlen)
+{
+	size_t i, k = 0;
+
+	if (!outlen)
+		return 0;
+	for (i = 0; i < n && k + 5 < outlen; i++) {
+		unsigned char c = ((const unsigned char *)buf)[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			out[k++] = (char)c;
+		else
+			k += (size_t)snprintf(out + k, outlen - k, "\\x%02x", c);
+	}
+	out[k] = '\0';
+	return k;
+}
+
+void
+hs_stdin_guard_commit(struct hs_stdin_guard *g, const void *buf, size_t n)
+{
+	if (g && buf)
+		feed(g, NULL, buf, n);
+}
