@@ -147,6 +147,10 @@ read_call(struct hs_actx *x, struct scan *sc, struct call *cl)
 	memset(cl, 0, sizeof(*cl));
 	while (sc->i < sc->n && (sc->s[sc->i] == ' ' || sc->s[sc->i] == '\t'))
 		sc->i++;
+	/* "f\n(...)" inside brackets is still a call; a bare newline ends a Perl or Ruby one. */
+	for (size_t j = sc->i; j < sc->n && strchr(" \t\r\n", sc->s[j]); j++)
+		if (sc->s[j + 1] == '(')
+			sc->i = j + 1;
 	paren = sc->i < sc->n && sc->s[sc->i] == '(';
 	if (paren) {
 		sc->i++;
@@ -393,7 +397,8 @@ hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const 
 			if (in_names(sc.s + st, len, shell_calls[sc.lang], 16)) {
 				size_t save = sc.i;
 
-				while (save < sc.n && (sc.s[save] == ' ' || sc.s[save] == '\t'))
+				/* Inside brackets a call may continue on the next line. */
+				while (save < sc.n && strchr(" \t\r\n", sc.s[save]))
 					save++;
 				if (save < sc.n && (sc.s[save] == '(' ||
 				    ((sc.lang == L_PERL || sc.lang == L_RUBY) && (sc.s[save] == '\'' || sc.s[save] == '"')))) {
@@ -415,6 +420,16 @@ hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const 
 				read_call(x, &sc, &cl);
 				if (!cl.nlits && cl.nonlit)
 					hs_actx_opaque(x, "interpreter evaluates code built at run time");
+				/* exec("import os; os.system(...)"): the literal is code of the same language. */
+				for (int k = 0; k < cl.nlits; k++) {
+					if (x->depth >= HS_ANALYSE_MAX_DEPTH) {
+						hs_actx_opaque(x, "code nested too deeply to analyse");
+						break;
+					}
+					x->depth++;
+					hs_interp_scan(x, langname, cl.lits[k], c, produced);
+					x->depth--;
+				}
 			}
 			continue;
 		}

@@ -231,6 +231,10 @@ test_interpreters(void **s)
 	DENY("python3 -c 'import os; os.system(\"rm -rf \" \"/\")'");
 	DENY("python3 -c 'import os; os.system(\"rm -rf \" + \"/\")'");
 	DENY("perl -e 'system(\"rm -rf \" . \"/\")'");
+	/* Code run as code: exec() and eval() of a literal. */
+	DENY("python3 -c 'exec(\"import os; os.system(\\\"rm -rf /\\\")\")'");
+	DENY("node -e 'eval(\"require(`child_process`).execSync(`rm -rf /`)\")'");
+	DENY("python3 -c '[os.system\n(\"rm -rf /\")]'");
 	ALLOW("python3 -c 'print(1)'");
 	ALLOW("python3 -c \"import json; print(json.dumps({'rm': '-rf /'}))\"");
 }
