@@ -58,7 +58,11 @@ struct judge {
 	enum hs_context ctx;
 	struct hs_analysis *out;
 	char why[160]; /* the first reason the input is opaque, or "" */
+	size_t spent; /* work done (analyses, and bytes analysed / 64); bounded per write */
 };
+
+/* Most work one write may cost (about a second); past it the write is refused as too long. */
+#define MAX_WORK ((size_t)300000)
 
 static int
 gbuf_put(struct gbuf *b, const char *s, size_t n)
@@ -180,6 +184,9 @@ judge_text(struct judge *j, const char *text, int opacity)
 {
 	struct hs_analysis a;
 
+	j->spent += 1 + strlen(text) / 64;
+	if (j->spent > MAX_WORK)
+		return;
 	hs_analyse(j->p, text, j->ctx, &a);
 	merge(j, &a);
 	if (opacity && a.opaque && !j->out->opaque) {
@@ -309,6 +316,12 @@ shell_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n
 	const char *why = "syntax error";
 	int st;
 
+	/*
+	 * A continuation line is judged alone as well: where bash and the
+	 * parser disagree on what is unfinished, bash may run it by itself.
+	 */
+	if (g->block.len && j)
+		judge_text(j, line, 0);
 	if (g->block.len && gbuf_put(&g->block, "\n", 1) < 0)
 		goto nomem;
 	if (gbuf_put(&g->block, line, n) < 0)
@@ -395,9 +408,9 @@ code_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
 
 /*
  * Shells reached through an escape: what follows each '!' (":!cmd" in vim,
- * "!cmd" in less, gdb, ipython, psql's "\!"), what follows the first word
- * ("shell cmd", ".system cmd", "%sx cmd") and, when the quoting the line
- * starts in is unknown, what follows each quote.
+ * "!cmd" in less, gdb, ipython, psql's "\!") or ':' (bind -x), what
+ * follows the first word ("shell cmd", ".system cmd", "%sx cmd") and, when
+ * the quoting the line starts in is unknown, what follows each quote.
  */
 static void
 escape_views(struct judge *j, const char *line, int quotes)
@@ -409,25 +422,83 @@ escape_views(struct judge *j, const char *line, int quotes)
 	if (*w)
 		judge_text(j, w, 0);
 	for (s = line; *s && k < MAX_RESTARTS; s++)
-		if (*s == '!' || (quotes && (*s == '\'' || *s == '"' || *s == '`'))) {
-			judge_text(j, s + 1, 0);
+		if (*s == '!' || *s == ':' || (quotes && (*s == '\'' || *s == '"' || *s == '`'))) {
+			if (s[1] && s[1] != ' ' && s[1] != ')')
+				judge_text(j, s + 1, 0);
+			else if (s[1] == ' ')
+				judge_text(j, s + 2, 0);
 			k++;
 		}
 	if (*s)
 		set_opaque(j, "too many shell escapes or quotes in one line to analyse");
 }
 
-/* Bash's history expansion ("!!", "!-2", "!$", "^a^b") replays earlier input the guard does not keep. */
+/*
+ * String literals of the line, judged as commands and as code: a REPL can
+ * run a string through paths no scanner follows (an alias of os.system,
+ * getattr, a key binding's macro, vim's :execute).  Each quote starts one,
+ * up to the next like it, so nesting and unknown quoting are covered;
+ * backslash escapes are decoded (\n is a newline in a macro or a literal).
+ */
+static void
+literal_views(struct judge *j, const char *line)
+{
+	const char *s, *e, *r;
+	int k = 0;
+
+	for (s = line; *s && k < MAX_RESTARTS; s++) {
+		char q = *s, *lit, *o;
+
+		if (q != '\'' && q != '"' && q != '`')
+			continue;
+		for (e = s + 1; *e && *e != q; e++)
+			if (*e == '\\' && e[1])
+				e++;
+		if (e == s + 1)
+			continue;
+		k++;
+		lit = malloc((size_t)(e - s));
+		if (!lit) {
+			set_opaque(j, "out of memory");
+			return;
+		}
+		for (o = lit, r = s + 1; r < e; r++) {
+			if (*r == '\\' && r + 1 < e) {
+				r++;
+				*o++ = *r == 'n' ? '\n' : *r == 'r' ? '\r' : *r == 't' ? '\t' : *r;
+			} else {
+				*o++ = *r;
+			}
+		}
+		*o = '\0';
+		judge_text(j, lit, 0);
+		judge_code(j, lit, 0);
+		escape_views(j, lit, 0);
+		free(lit);
+	}
+}
+
+/*
+ * Bash's history expansion ("!!", "!-2", "!$", "^a^b", fc -s) replays
+ * earlier input the guard does not keep.
+ */
 static int
 history_expansion(const char *line)
 {
 	const char *s;
+	int sq = 0;
 
 	if (line[strspn(line, " \t")] == '^')
 		return 1;
-	for (s = line; (s = strchr(s, '!')); s++)
-		if (s[1] && !strchr(" \t=(\"", s[1]))
+	for (s = line; *s; s++) {
+		if (*s == '\'')
+			sq = !sq;
+		else if (*s == '!' && !sq && s[1] && !strchr(" \t=(\"", s[1]))
 			return 1;
+		else if (!strncmp(s, "fc", 2) && (s == line || strchr(" \t;&|(", s[-1])) &&
+			 (!s[2] || s[2] == ' ' || s[2] == '\t'))
+			return 1;
+	}
 	return 0;
 }
 
@@ -441,11 +512,13 @@ submit(struct hs_stdin_guard *g, struct judge *j)
 		if (history_expansion(line))
 			set_opaque(j, "'!' or '^' may expand the shell's history into an earlier command");
 		escape_views(j, line, g->opaque);
+		literal_views(j, line);
 		if (g->opaque && g->typed.len) {
 			/* What was typed, unedited: the editing is not known. */
 			judge_text(j, g->typed.s, 0);
 			judge_code(j, g->typed.s, 0);
 			escape_views(j, g->typed.s, 1);
+			literal_views(j, g->typed.s);
 		}
 	}
 	shell_line(g, j, line, g->line.len);
@@ -459,7 +532,7 @@ submit(struct hs_stdin_guard *g, struct judge *j)
 static void
 add_char(struct hs_stdin_guard *g, struct judge *j, char c)
 {
-	if (g->line.len >= LINE_MAX_BYTES) {
+	if (g->line.len >= LINE_MAX_BYTES || g->typed.len >= LINE_MAX_BYTES) {
 		g->overlong = 1;
 		return;
 	}
@@ -512,7 +585,9 @@ feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
 			g->esc = c == '[' ? ESC_CSI : c == 'O' ? ESC_SS3 : ESC_NONE;
 		else if (g->esc == ESC_SS3 || (c >= 0x40 && c <= 0x7e))
 			g->esc = ESC_NONE;
-		if (g->typed.len < LINE_MAX_BYTES && gbuf_put(&g->typed, (const char *)&c, 1) < 0)
+		if (g->typed.len >= LINE_MAX_BYTES)
+			g->overlong = 1;
+		else if (gbuf_put(&g->typed, (const char *)&c, 1) < 0)
 			taint(g, j, "out of memory");
 		return;
 	}
@@ -595,6 +670,7 @@ judge_pending(const struct hs_stdin_guard *g, struct judge *j)
 			judge_text(j, views[k]->s, 0);
 			judge_code(j, views[k]->s, 0);
 			escape_views(j, views[k]->s, 1);
+			literal_views(j, views[k]->s);
 		}
 }
 
@@ -643,6 +719,9 @@ hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum
 		if (w.overlong)
 			deny_finding(out, "stdin.too-long", "a line over 16 KiB typed to a terminal is not analysed: "
 				     "write it to a file, or send ^C to discard it");
+		if (j.spent > MAX_WORK)
+			deny_finding(out, "stdin.too-long", "a write to a terminal too large to analyse at once: "
+				     "split it into smaller writes");
 		if (j.why[0])
 			set_opaque(&j, j.why);
 	}

@@ -170,7 +170,10 @@ test_continuation(void **s)
 	DENY("rm -rf \\\r/\r");
 	/* An unfinished construct runs nothing yet... */
 	ALLOW("rm -rf \\\n");
-	ALLOW("if true; then\nrm -rf /\n");
+	ALLOW("if true; then\n");
+	/* ...but each line of it is judged by itself too (bash may disagree on what is unfinished)... */
+	DENY("[[ a\nrm -rf /\n");
+	DENY("if true; then\nrm -rf /\n");
 	/* ...and everything once it is finished. */
 	DENY("if true; then\nrm -rf /\nfi\n");
 	assert_int_equal(typed_in(HS_CONTEXT_SANDBOX, 2, bs, NULL, NULL), HS_VERDICT_DENY);
@@ -213,7 +216,10 @@ test_shell_escapes(void **s)
 	OPAQUE("!!\n");
 	OPAQUE("rm -rf !$\n");
 	OPAQUE("^echo^rm\n");
+	OPAQUE("fc -s\n");
+	OPAQUE("true; fc -e - ls\n");
 	ALLOW("[ 1 != 2 ] && echo ok\n");
+	ALLOW("echo 'wow!'\n");
 	ALLOW("echo \"hi!\"\n");
 }
 
@@ -237,6 +243,17 @@ test_interpreters(void **s)
 	DENY("os.system(\"rm -rf \" + \"/\")\n");
 	assert_int_equal(typed_in(HS_CONTEXT_SANDBOX, 2, split, NULL, NULL), HS_VERDICT_DENY);
 	assert_int_equal(typed_in(HS_CONTEXT_SANDBOX, 2, joined, NULL, NULL), HS_VERDICT_DENY);
+	/* Strings reach a shell through paths no scanner follows: they are judged too. */
+	{
+		static const char *const alias[] = { "s = os.system\n", "s(\"rm -rf /\")\n" };
+
+		assert_int_equal(typed_in(HS_CONTEXT_SANDBOX, 2, alias, NULL, NULL), HS_VERDICT_DENY);
+	}
+	DENY("getattr(os, \"system\")(\"rm -rf /\")\n");
+	DENY("exec(\"import os; os.system('rm -rf /')\")\n");
+	DENY("bind '\"\\C-t\": \"rm -rf /\\n\"'\n");   /* a readline macro types it */
+	DENY("bind -x '\"\\C-t\": rm -rf /'\n");
+	DENY(":execute \"!rm -rf /\"\n");                   /* vim */
 	/* Code that runs a command known only at run time asks, like python3 -c. */
 	assert_int_equal(host("os.system(cmd)\n"), HS_VERDICT_ASK);
 	assert_int_equal(sandbox("os.system(cmd)\n"), HS_VERDICT_ALLOW);
