@@ -46,7 +46,7 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 
 # The unit tests under valgrind memcheck: no invalid access, no leak
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.
-VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
+VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-stdin tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner tests/runner/test-hmac \
 	tests/runner/test-dirchain \
 	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \

@@ -21,6 +21,8 @@ struct hs_audit_record {
 	int has_exit;             /* exit_code and duration_ms are known */
 	int exit_code;
 	int64_t duration_ms;
+	const char *kind;         /* NULL: a command; "stdin": bytes written to a job's terminal */
+	const char *job;          /* the job written to, or NULL */
 };
 
 /*
