@@ -183,6 +183,23 @@ test_continuation(void **s)
 }
 
 static void
+test_unparsed_lines(void **s)
+{
+	struct hs_analysis an;
+	const char *w = "rm -f @(a|b)\n";
+
+	(void)s;
+	/* Bash's extended globs are read as '*'. */
+	DENY("rm -rf /!(x)\n");
+	DENY("rm -rf /@(bin|etc)\n");
+	/* A line for a known program that does not parse is opaque, as a command is... */
+	assert_int_equal(typed_in(HS_CONTEXT_HOST, 1, &w, NULL, &an), HS_VERDICT_ASK);
+	assert_true(test_has_rule(&an, "opaque"));
+	/* ...other text that is no shell runs nothing in one. */
+	ALLOW("print(len([1, 2]))\n");
+}
+
+static void
 test_heredocs(void **s)
 {
 	(void)s;
@@ -388,6 +405,7 @@ main(void)
 		cmocka_unit_test(test_line_editing),
 		cmocka_unit_test(test_opaque_until_interrupt),
 		cmocka_unit_test(test_continuation),
+		cmocka_unit_test(test_unparsed_lines),
 		cmocka_unit_test(test_heredocs),
 		cmocka_unit_test(test_shell_escapes),
 		cmocka_unit_test(test_interpreters),
