@@ -15,6 +15,8 @@
 
 #include "tests/safety/common.h"
 
+int hs_fuzz_stdin(const struct hs_policy *p, const uint8_t *data, size_t size);
+
 static struct hs_policy *pol;
 
 /*
@@ -379,6 +381,47 @@ test_fuzz_smoke(void **s)
 	hs_stdin_guard_free(g);
 }
 
+/* The fuzz target over its seed corpus, every truncation and byte flips of each seed. */
+static void
+test_fuzz_corpus(void **s)
+{
+	static const uint8_t flips[] = { 0x00, 0x03, 0x0a, 0x1b, 0x7f, '\'' };
+	struct dirent *de;
+	DIR *d = opendir(HS_STDIN_SEEDS);
+	size_t seeds = 0;
+
+	(void)s;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char p[1024];
+		uint8_t buf[4096];
+		FILE *f;
+		size_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", HS_STDIN_SEEDS, de->d_name);
+		f = fopen(p, "rb");
+		assert_non_null(f);
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		seeds++;
+		for (size_t cut = 0; cut <= n; cut++)
+			assert_int_equal(hs_fuzz_stdin(pol, buf, cut), 0);
+		for (size_t i = 1; i < n; i++) {
+			uint8_t saved = buf[i];
+
+			for (size_t k = 0; k < sizeof(flips); k++) {
+				buf[i] = flips[k];
+				assert_int_equal(hs_fuzz_stdin(pol, buf, n), 0);
+			}
+			buf[i] = saved;
+		}
+	}
+	closedir(d);
+	assert_true(seeds >= 10);
+}
+
 static int
 setup(void **s)
 {
@@ -413,6 +456,7 @@ main(void)
 		cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_findings_shown),
 		cmocka_unit_test(test_fuzz_smoke),
+		cmocka_unit_test(test_fuzz_corpus),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
