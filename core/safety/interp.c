@@ -418,7 +418,7 @@ hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const 
 			} else if ((len == 4 && (!memcmp(sc.s + st, "exec", 4) || !memcmp(sc.s + st, "eval", 4))) &&
 				   sc.lang != L_PERL) {
 				read_call(x, &sc, &cl);
-				if (!cl.nlits && cl.nonlit)
+				if (cl.nonlit)
 					hs_actx_opaque(x, "interpreter evaluates code built at run time");
 				/* exec("import os; os.system(...)"): the literal is code of the same language. */
 				for (int k = 0; k < cl.nlits; k++) {

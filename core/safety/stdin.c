@@ -46,6 +46,8 @@ struct hs_stdin_guard {
 	struct gbuf typed; /* the same line as typed: control bytes removed, no edits */
 	struct gbuf block; /* shell: earlier lines of an unfinished construct */
 	struct gbuf iblock; /* interpreters: earlier lines inside open brackets */
+	struct gbuf kill;  /* readline's last kill (^U, ^W), which ^Y yanks back */
+	int killed;        /* the last key was a kill: the next one adds to it */
 	int esc;           /* enum esc_state across writes */
 	int opaque;        /* unmodelled input was delivered; reset by ^C */
 	int overlong;      /* the line passed LINE_MAX_BYTES */
@@ -113,6 +115,7 @@ free_parts(struct hs_stdin_guard *g)
 	free(g->typed.s);
 	free(g->block.s);
 	free(g->iblock.s);
+	free(g->kill.s);
 }
 
 void
@@ -150,6 +153,7 @@ reset(struct hs_stdin_guard *g)
 	gbuf_clear(&g->block);
 	gbuf_clear(&g->iblock);
 	g->esc = ESC_NONE;
+	g->killed = 0;
 	g->opaque = 0;
 	g->overlong = 0;
 	g->why[0] = '\0';
@@ -290,6 +294,27 @@ extglob_as_star(const char *text)
 	return s;
 }
 
+/* text with each "(" not after '$', '<' or '>' made "$(", or NULL when there is none. */
+static char *
+paren_as_subst(const char *text)
+{
+	size_t n = strlen(text), i, o = 0;
+	char *s;
+
+	if (!strchr(text, '('))
+		return NULL;
+	s = malloc(2 * n + 1);
+	if (!s)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (text[i] == '(' && (i == 0 || !strchr("$<>", text[i - 1])))
+			s[o++] = '$';
+		s[o++] = text[i];
+	}
+	s[o] = '\0';
+	return s;
+}
+
 /* A shell line that bash would not parse either runs nothing; one we cannot parse is opaque. */
 static void
 judge_unparsed(struct judge *j, const char *text, const char *why)
@@ -297,6 +322,12 @@ judge_unparsed(struct judge *j, const char *text, const char *why)
 	char msg[160];
 	char *alt = extglob_as_star(text);
 
+	if (alt) {
+		judge_text(j, alt, 0);
+		free(alt);
+	}
+	/* fish and rc substitute "(cmd)": judged as bash's "$(cmd)" would be. */
+	alt = paren_as_subst(text);
 	if (alt) {
 		judge_text(j, alt, 0);
 		free(alt);
@@ -547,6 +578,31 @@ is_word_char(char c)
 }
 
 /*
+ * Cut the line at n.  Readline keeps what it cut for ^Y (consecutive kills
+ * gather, backward kills in front), even across lines.
+ */
+static void
+kill_from(struct hs_stdin_guard *g, struct judge *j, size_t n)
+{
+	struct gbuf k = { 0 };
+	size_t len = g->line.len - n;
+
+	if (len && (gbuf_put(&k, g->line.s + n, len) < 0 ||
+		    (g->killed && g->kill.len && gbuf_put(&k, g->kill.s, g->kill.len) < 0))) {
+		free(k.s);
+		taint(g, j, "out of memory");
+	} else if (len) {
+		if (k.len > LINE_MAX_BYTES)
+			k.len = LINE_MAX_BYTES;
+		free(g->kill.s);
+		g->kill = k;
+	}
+	g->line.len = n;
+	if (g->line.s)
+		g->line.s[n] = '\0';
+}
+
+/*
  * ^W: the terminal and readline erase back to a blank, vim and others to
  * a non-word character.  Exact only where the two agree.
  */
@@ -562,9 +618,7 @@ erase_word(struct hs_stdin_guard *g, struct judge *j)
 			taint(g, j, "^W erases a different word in different programs");
 		n--;
 	}
-	g->line.len = n;
-	if (g->line.s)
-		g->line.s[n] = '\0';
+	kill_from(g, j, n);
 }
 
 static void
@@ -594,6 +648,8 @@ feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
 	g->esc = ESC_NONE;
 	if (g->opaque)
 		note_opaque(g, j);
+	if (c != 0x15 && c != 0x17)
+		g->killed = 0;
 	switch (c) {
 	case '\n':
 	case '\r':
@@ -610,11 +666,19 @@ feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
 		}
 		return;
 	case 0x15: /* ^U: kill line (the cursor is at its end while nothing moved it) */
-		gbuf_clear(&g->line);
+		kill_from(g, j, 0);
+		g->killed = 1;
 		return;
 	case 0x17:
 		erase_word(g, j);
+		g->killed = 1;
 		return;
+	case 0x19:
+		/* ^Y: readline yanks the last kill back (a terminal takes it as a character). */
+		taint(g, j, "^Y yanks killed text back into the line");
+		if (g->kill.len && gbuf_put(&g->line, g->kill.s, g->kill.len) < 0)
+			taint(g, j, "out of memory");
+		break;
 	case 0x1b:
 		g->esc = ESC_SEEN;
 		taint(g, j, "escape sequences (cursor or meta keys) can rebuild the line");
@@ -651,8 +715,10 @@ guard_copy(struct hs_stdin_guard *dst, const struct hs_stdin_guard *src)
 	memset(&dst->typed, 0, sizeof(dst->typed));
 	memset(&dst->block, 0, sizeof(dst->block));
 	memset(&dst->iblock, 0, sizeof(dst->iblock));
+	memset(&dst->kill, 0, sizeof(dst->kill));
 	if (gbuf_copy(&dst->line, &src->line) < 0 || gbuf_copy(&dst->typed, &src->typed) < 0 ||
-	    gbuf_copy(&dst->block, &src->block) < 0 || gbuf_copy(&dst->iblock, &src->iblock) < 0)
+	    gbuf_copy(&dst->block, &src->block) < 0 || gbuf_copy(&dst->iblock, &src->iblock) < 0 ||
+	    gbuf_copy(&dst->kill, &src->kill) < 0)
 		return -1;
 	return 0;
 }

@@ -235,6 +235,7 @@ test_interpreters(void **s)
 	DENY("python3 -c 'exec(\"import os; os.system(\\\"rm -rf /\\\")\")'");
 	DENY("node -e 'eval(\"require(`child_process`).execSync(`rm -rf /`)\")'");
 	DENY("python3 -c '[os.system\n(\"rm -rf /\")]'");
+	ASK("python3 -c 'exec(open(\"x.py\").read())'");
 	ALLOW("python3 -c 'print(1)'");
 	ALLOW("python3 -c \"import json; print(json.dumps({'rm': '-rf /'}))\"");
 }

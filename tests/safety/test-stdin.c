@@ -142,6 +142,21 @@ test_line_editing(void **s)
 	DENY("rm -rf /\x7f/\x1b" "b\n");
 }
 
+/* Readline keeps killed text, even across lines and ^C, and ^Y yanks it back. */
+static void
+test_kill_and_yank(void **s)
+{
+	static const char *const yank[] = { "rm -rf /\x15ls\n", "\x19\n" };
+	static const char *const words[] = { "echo rm -rf / x\x17\x17\x17\x17\x03", "\x19\n" };
+	static const char *const ok[] = { "ls -la\x15pwd\n", "\x19\n" };
+
+	(void)s;
+	assert_int_equal(typed_in(HS_CONTEXT_SANDBOX, 2, yank, NULL, NULL), HS_VERDICT_DENY);
+	assert_int_equal(typed_in(HS_CONTEXT_SANDBOX, 2, words, NULL, NULL), HS_VERDICT_DENY);
+	assert_int_equal(typed_in(HS_CONTEXT_SANDBOX, 2, ok, NULL, NULL), HS_VERDICT_ALLOW);
+	assert_int_equal(typed_in(HS_CONTEXT_HOST, 2, ok, NULL, NULL), HS_VERDICT_ASK);
+}
+
 static void
 test_opaque_until_interrupt(void **s)
 {
@@ -197,6 +212,10 @@ test_unparsed_lines(void **s)
 	/* A line for a known program that does not parse is opaque, as a command is... */
 	assert_int_equal(typed_in(HS_CONTEXT_HOST, 1, &w, NULL, &an), HS_VERDICT_ASK);
 	assert_true(test_has_rule(&an, "opaque"));
+	/* fish's "(cmd)" is judged as bash's "$(cmd)". */
+	assert_int_equal(typed_in(HS_CONTEXT_HOST, 1, (const char *[]){ "rm -rf (echo /)\n" }, NULL, &an),
+			 HS_VERDICT_ASK);
+	assert_true(test_has_rule(&an, "fs.rm-run-time-target"));
 	/* ...other text that is no shell runs nothing in one. */
 	ALLOW("print(len([1, 2]))\n");
 }
@@ -275,6 +294,7 @@ test_interpreters(void **s)
 	DENY(":execute \"!rm -rf /\"\n");                   /* vim */
 	/* Code that runs a command known only at run time asks, like python3 -c. */
 	assert_int_equal(host("os.system(cmd)\n"), HS_VERDICT_ASK);
+	assert_int_equal(host("exec(open(\"x.py\").read())\n"), HS_VERDICT_ASK);
 	assert_int_equal(sandbox("os.system(cmd)\n"), HS_VERDICT_ALLOW);
 }
 
@@ -446,6 +466,7 @@ main(void)
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_split_writes),
 		cmocka_unit_test(test_line_editing),
+		cmocka_unit_test(test_kill_and_yank),
 		cmocka_unit_test(test_opaque_until_interrupt),
 		cmocka_unit_test(test_continuation),
 		cmocka_unit_test(test_unparsed_lines),
