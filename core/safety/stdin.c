@@ -31,8 +31,6 @@
 /* Longest line, and longest unfinished construct, that is analysed. */
 #define LINE_MAX_BYTES ((size_t)16 << 10)
 #define BLOCK_MAX_BYTES ((size_t)16 << 10)
-/* Most escape or quote positions of one line judged as a fresh start. */
-#define MAX_RESTARTS 16
 
 struct gbuf {
 	char *s;
@@ -447,21 +445,14 @@ static void
 escape_views(struct judge *j, const char *line, int quotes)
 {
 	const char *s = line + strspn(line, " \t"), *w;
-	int k = 0;
 
 	w = s + strcspn(s, " \t");
 	if (*w)
 		judge_text(j, w, 0);
-	for (s = line; *s && k < MAX_RESTARTS; s++)
-		if (*s == '!' || *s == ':' || (quotes && (*s == '\'' || *s == '"' || *s == '`'))) {
-			if (s[1] && s[1] != ' ' && s[1] != ')')
-				judge_text(j, s + 1, 0);
-			else if (s[1] == ' ')
-				judge_text(j, s + 2, 0);
-			k++;
-		}
-	if (*s)
-		set_opaque(j, "too many shell escapes or quotes in one line to analyse");
+	/* Every one: padding must not push an escape out of sight (the work bound holds). */
+	for (s = line; *s; s++)
+		if ((*s == '!' || *s == ':' || (quotes && (*s == '\'' || *s == '"' || *s == '`'))) && s[1])
+			judge_text(j, s + 1, 0);
 }
 
 /*
@@ -475,9 +466,8 @@ static void
 literal_views(struct judge *j, const char *line)
 {
 	const char *s, *e, *r;
-	int k = 0;
 
-	for (s = line; *s && k < MAX_RESTARTS; s++) {
+	for (s = line; *s && j->spent <= MAX_WORK; s++) {
 		char q = *s, *lit, *o;
 
 		if (q != '\'' && q != '"' && q != '`')
@@ -487,7 +477,6 @@ literal_views(struct judge *j, const char *line)
 				e++;
 		if (e == s + 1)
 			continue;
-		k++;
 		lit = malloc((size_t)(e - s));
 		if (!lit) {
 			set_opaque(j, "out of memory");

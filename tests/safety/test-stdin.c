@@ -248,6 +248,10 @@ test_shell_escapes(void **s)
 	DENY("\\! rm -rf /\n");       /* psql, mysql */
 	DENY("%sx rm -rf /\n");       /* ipython */
 	DENY(":call system('rm -rf /')\n");
+	/* Padding does not push an escape or a literal out of sight. */
+	DENY(": : : : : : : : : : : : : : : : : : : : : : : : :!rm -rf /\n");
+	DENY("x = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r'] + "
+	     "[getattr(os, 'system')('rm -rf /')]\n");
 	ALLOW(":wq\n");
 	ALLOW("shell ls\n");
 	/* Bash history expansion replays input the guard does not keep. */
