@@ -392,7 +392,9 @@ hs_session_stdin_gate(struct hs_session *s, struct hs_stdin_guard *g, const char
 		snprintf(out->why, sizeof(out->why), "out of memory");
 		return 0;
 	}
-	if (an.verdict == HS_VERDICT_ALLOW)
+	if (!buf)
+		snprintf(shown, 4 * n + 64, "(end of input)");
+	else if (an.verdict == HS_VERDICT_ALLOW)
 		snprintf(shown, 4 * n + 64, "(%zu bytes written to the terminal, not recorded)", n);
 	else
 		hs_stdin_shown(buf, n, shown, 4 * n + 64);

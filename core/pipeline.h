@@ -143,7 +143,9 @@ int hs_session_gate(struct hs_session *s, const char *command, struct hs_approva
  * grants, allow list, audit): judged by hs_stdin_analyse() against what g
  * holds pending, in host context when the environment has host access.
  * On allow the bytes are committed to g: deliver them, and nothing else,
- * next.  Returns 1 to deliver, 0 refused (out->why).
+ * next.  Closing stdin is gated too: buf NULL, n 0 (a shell reading a
+ * pipe runs its last line at EOF).  Returns 1 to deliver, 0 refused
+ * (out->why).
  */
 int hs_session_stdin_gate(struct hs_session *s, struct hs_stdin_guard *g, const char *job,
                           const void *buf, size_t n, struct hs_approval_out *out);

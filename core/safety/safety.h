@@ -102,7 +102,10 @@ void hs_stdin_guard_free(struct hs_stdin_guard *g);
  * host context, as in hs_analyse()) until a ^C discards it, but a hardline
  * match in the text, edited or as typed, still denies.  A write over
  * HS_STDIN_MAX_WRITE, or a line over 16 KiB, is denied (rule
- * "stdin.too-long").  Fills out and returns 0; -1 for invalid arguments.
+ * "stdin.too-long").  buf NULL (n 0) is the end of input (stdin closed):
+ * a program reading a pipe runs its last line without a newline, so the
+ * pending input is judged as complete.  Fills out and returns 0; -1 for
+ * invalid arguments.
  */
 int hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum hs_context ctx,
 		     const void *buf, size_t n, struct hs_analysis *out);
@@ -112,7 +115,7 @@ int hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, 
  * than overflow out (4 * n + 1 bytes always fit).  Returns the length.
  */
 size_t hs_stdin_shown(const void *buf, size_t n, char *out, size_t outlen);
-/* Record that buf[0..n) was delivered: the pending input moves on. */
+/* Record that buf[0..n) was delivered (buf NULL: stdin was closed): the pending input moves on. */
 void hs_stdin_guard_commit(struct hs_stdin_guard *g, const void *buf, size_t n);
 
 /* "allow", "ask" or "deny". */

@@ -696,6 +696,24 @@ feed(struct hs_stdin_guard *g, struct judge *j, const unsigned char *b, size_t n
 		feed_byte(g, j, b[i]);
 }
 
+/*
+ * The end of input: a shell or interpreter reading a pipe runs its last
+ * line without a newline, and what is unfinished is judged as it stands.
+ */
+static void
+end_input(struct hs_stdin_guard *g, struct judge *j)
+{
+	if (g->opaque)
+		note_opaque(g, j);
+	if (g->line.len || g->typed.len)
+		submit(g, j);
+	if (j && g->block.len)
+		judge_text(j, g->block.s, 0);
+	if (j && g->iblock.len)
+		judge_code(j, g->iblock.s, 0);
+	reset(g);
+}
+
 static int
 guard_copy(struct hs_stdin_guard *dst, const struct hs_stdin_guard *src)
 {
@@ -768,7 +786,10 @@ hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum
 	if (guard_copy(&w, g) < 0) {
 		set_opaque(&j, "out of memory");
 	} else {
-		feed(&w, &j, buf, n);
+		if (buf)
+			feed(&w, &j, buf, n);
+		else
+			end_input(&w, &j);
 		if (w.opaque)
 			judge_pending(&w, &j);
 		if (w.overlong)
@@ -781,7 +802,10 @@ hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum
 			set_opaque(&j, j.why);
 	}
 	free_parts(&w);
-	hs_stdin_shown(buf, n, shown, sizeof(shown));
+	if (buf)
+		hs_stdin_shown(buf, n, shown, sizeof(shown));
+	else
+		snprintf(shown, sizeof(shown), "(end of input)");
 	hs_analysis_finish(out, ctx, shown);
 	return 0;
 }
@@ -810,4 +834,6 @@ hs_stdin_guard_commit(struct hs_stdin_guard *g, const void *buf, size_t n)
 {
 	if (g && buf)
 		feed(g, NULL, buf, n);
+	else if (g)
+		end_input(g, NULL);
 }

@@ -331,6 +331,11 @@ test_stdin_gate(void **state)
 	assert_string_equal(v.decision, "approve");
 	assert_int_equal(hs_session_stdin_gate(&s, g, "j8", "\x1b[A\n", 4, &v), 0);
 	assert_non_null(strstr(v.why, "cannot read"));
+	/* Closing stdin ends the last line: gated as well. */
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j8", "rm -rf /", 8, &v), 1);
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j8", NULL, 0, &v), 0);
+	assert_string_equal(v.decision, "deny");
+	assert_non_null(strstr(audit_text(), "\"command\":\"(end of input)\""));
 	hs_session_close(&s, 0, NULL, 0);
 	hs_session_free(&s);
 	hs_stdin_guard_free(g);

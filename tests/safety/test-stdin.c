@@ -220,6 +220,33 @@ test_unparsed_lines(void **s)
 	ALLOW("print(len([1, 2]))\n");
 }
 
+/* Closing stdin ends the last line: a shell reading a pipe runs it. */
+static void
+test_end_of_input(void **s)
+{
+	struct hs_stdin_guard *g = hs_stdin_guard_new();
+	struct hs_analysis an;
+
+	(void)s;
+	assert_int_equal(hs_stdin_analyse(g, pol, HS_CONTEXT_SANDBOX, "rm -rf /", 8, &an), 0);
+	assert_int_equal(an.verdict, HS_VERDICT_ALLOW);
+	hs_stdin_guard_commit(g, "rm -rf /", 8);
+	assert_int_equal(hs_stdin_analyse(g, pol, HS_CONTEXT_SANDBOX, NULL, 0, &an), 0);
+	assert_int_equal(an.verdict, HS_VERDICT_DENY);
+	assert_string_equal(an.findings[0].rule_id, "fs.rm-root");
+	/* Code a REPL reading a pipe runs at its end. */
+	const char *code = "\x03os.system(\"rm -rf \"\n\"/\"";
+
+	hs_stdin_guard_commit(g, code, strlen(code));
+	assert_int_equal(hs_stdin_analyse(g, pol, HS_CONTEXT_SANDBOX, NULL, 0, &an), 0);
+	assert_int_equal(an.verdict, HS_VERDICT_DENY);
+	/* After the end nothing is pending. */
+	hs_stdin_guard_commit(g, NULL, 0);
+	assert_int_equal(hs_stdin_analyse(g, pol, HS_CONTEXT_HOST, NULL, 0, &an), 0);
+	assert_int_equal(an.verdict, HS_VERDICT_ALLOW);
+	hs_stdin_guard_free(g);
+}
+
 static void
 test_heredocs(void **s)
 {
@@ -474,6 +501,7 @@ main(void)
 		cmocka_unit_test(test_opaque_until_interrupt),
 		cmocka_unit_test(test_continuation),
 		cmocka_unit_test(test_unparsed_lines),
+		cmocka_unit_test(test_end_of_input),
 		cmocka_unit_test(test_heredocs),
 		cmocka_unit_test(test_shell_escapes),
 		cmocka_unit_test(test_interpreters),
