@@ -522,6 +522,62 @@ history_expansion(const char *line)
 	return 0;
 }
 
+/* Where word w starts in s as a whole word (after a blank or an operator), or NULL. */
+static const char *
+find_word(const char *s, const char *w)
+{
+	size_t n = strlen(w);
+	const char *p;
+
+	for (p = s; (p = strstr(p, w)); p++)
+		if ((p == s || strchr(" \t;&|(`", p[-1])) && (!p[n] || p[n] == ' ' || p[n] == '\t'))
+			return p;
+	return NULL;
+}
+
+/* Do the words after w in s all belong to the list (options that only query)? */
+static int
+only_queries(const char *s, const char *const *ok)
+{
+	for (;;) {
+		size_t n, k;
+
+		s += strspn(s, " \t");
+		n = strcspn(s, " \t;&|)");
+		if (!n)
+			return 1;
+		for (k = 0; ok[k]; k++)
+			if (strlen(ok[k]) == n && !memcmp(s, ok[k], n))
+				break;
+		if (!ok[k])
+			return 0;
+		s += n;
+	}
+}
+
+/*
+ * A line that changes how input is edited (stty erase z, bind, set -o vi,
+ * an inputrc, Python's readline.parse_and_bind) leaves the model behind:
+ * from there on the input is opaque.
+ */
+static int
+reconfigures_editor(const char *line)
+{
+	static const char *const stty_ok[] = { "size", "-a", "--all", "-g", "--save", NULL };
+	static const char *const bind_ok[] = { "-p", "-P", "-l", "-v", "-V", "-s", "-S", NULL };
+	const char *w;
+
+	if (strstr(line, "inputrc") || strstr(line, "parse_and_bind") || strstr(line, "read_init_file") ||
+	    strstr(line, "editing-mode"))
+		return 1;
+	if ((w = find_word(line, "stty")) && !only_queries(w + 4, stty_ok))
+		return 1;
+	if ((w = find_word(line, "bind")) && !only_queries(w + 4, bind_ok))
+		return 1;
+	return (w = find_word(line, "set")) && (strstr(w, "-o vi") || strstr(w, "-o emacs") ||
+						strstr(w, "+o vi") || strstr(w, "+o emacs"));
+}
+
 /* A line the program would now read, judged as each program it could be. */
 static void
 submit(struct hs_stdin_guard *g, struct judge *j)
@@ -543,6 +599,8 @@ submit(struct hs_stdin_guard *g, struct judge *j)
 	}
 	shell_line(g, j, line, g->line.len);
 	code_line(g, j, line, g->line.len);
+	if (reconfigures_editor(line))
+		taint(g, j, "the input changes how the terminal or readline edits lines");
 	gbuf_clear(&g->line);
 	gbuf_clear(&g->typed);
 }

@@ -157,6 +157,26 @@ test_kill_and_yank(void **s)
 	assert_int_equal(typed_in(HS_CONTEXT_HOST, 2, ok, NULL, NULL), HS_VERDICT_ASK);
 }
 
+/* Input that reconfigures the line editor leaves the model: opaque from there on. */
+static void
+test_editor_reconfigured(void **s)
+{
+	static const char *const erase[] = { "stty erase z\n", "rm -rf /tmpzzzz\n" };
+	static const char *const bind[] = { "bind '\"z\": backward-delete-char'\n", "ls\n" };
+
+	(void)s;
+	assert_int_equal(typed_in(HS_CONTEXT_HOST, 2, erase, NULL, NULL), HS_VERDICT_ASK);
+	assert_int_equal(typed_in(HS_CONTEXT_HOST, 2, bind, NULL, NULL), HS_VERDICT_ASK);
+	OPAQUE("stty -icanon\n");
+	OPAQUE("set -o vi\n");
+	OPAQUE("bind -f ./keys\n");
+	OPAQUE("import readline; readline.parse_and_bind('tab: complete')\n");
+	ALLOW("stty size\n");
+	ALLOW("stty -a\n");
+	ALLOW("bind -p\n");
+	ALLOW("set -e\n");
+}
+
 static void
 test_opaque_until_interrupt(void **s)
 {
@@ -498,6 +518,7 @@ main(void)
 		cmocka_unit_test(test_split_writes),
 		cmocka_unit_test(test_line_editing),
 		cmocka_unit_test(test_kill_and_yank),
+		cmocka_unit_test(test_editor_reconfigured),
 		cmocka_unit_test(test_opaque_until_interrupt),
 		cmocka_unit_test(test_continuation),
 		cmocka_unit_test(test_unparsed_lines),
