@@ -704,8 +704,11 @@ feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
 			return;
 		submit(g, j);
 		return;
-	case 0x7f:
 	case 0x08:
+		/* Readline erases with ^H; a terminal erases with DEL only, unless stty says otherwise. */
+		taint(g, j, "^H erases in readline but is a character to a terminal");
+		/* FALLTHROUGH */
+	case 0x7f:
 		if (g->line.len) {
 			if ((unsigned char)g->line.s[g->line.len - 1] >= 0x80)
 				taint(g, j, "erasing a multibyte character depends on the terminal's settings");

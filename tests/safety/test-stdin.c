@@ -123,6 +123,8 @@ test_line_editing(void **s)
 	DENY("rm -rf / foo\x17\n");
 	ALLOW("rm -rf /\x15ls\n");
 	ALLOW("rm -rf /\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7fls\n");
+	/* ^H erases only in readline: opaque, but the erased text is judged. */
+	OPAQUE("lsx\b\n");
 	/* ^W stops at a blank in a terminal, at a '/' in vim: not modelled. */
 	OPAQUE("ls /x/y\x17\n");
 	/* Cursor keys, meta keys, completion, history search, yank: opaque... */
