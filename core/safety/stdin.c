@@ -175,8 +175,17 @@ merge(struct judge *j, const struct hs_analysis *a)
 			if (!strcmp(o->findings[k].rule_id, f->rule_id) &&
 			    !strcmp(o->findings[k].argv_norm, f->argv_norm))
 				break;
-		if (k == o->n_findings && o->n_findings < HS_MAX_FINDINGS)
+		if (k < o->n_findings)
+			continue;
+		if (o->n_findings < HS_MAX_FINDINGS) {
 			o->findings[o->n_findings++] = *f;
+		} else if (f->hardline) {
+			/* Full: a hardline finding takes the place of a dangerous one, so it still denies. */
+			for (k = 0; k < o->n_findings && o->findings[k].hardline; k++)
+				;
+			if (k < o->n_findings)
+				o->findings[k] = *f;
+		}
 	}
 }
 

@@ -297,6 +297,11 @@ test_shell_escapes(void **s)
 	DENY("\\! rm -rf /\n");       /* psql, mysql */
 	DENY("%sx rm -rf /\n");       /* ipython */
 	DENY(":call system('rm -rf /')\n");
+	/* Nor do many dangerous findings push out a hardline one. */
+	DENY("git push -f o b1\ngit push -f o b2\ngit push -f o b3\ngit push -f o b4\ngit push -f o b5\n"
+	     "git push -f o b6\ngit push -f o b7\ngit push -f o b8\ngit push -f o b9\ngit push -f o b10\n"
+	     "git push -f o b11\ngit push -f o b12\ngit push -f o b13\ngit push -f o b14\ngit push -f o b15\n"
+	     "git push -f o b16\ngit push -f o b17\n: x 'rm -rf /'\n");
 	/* Padding does not push an escape or a literal out of sight. */
 	DENY(": : : : : : : : : : : : : : : : : : : : : : : : :!rm -rf /\n");
 	DENY("x = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r'] + "
