@@ -324,6 +324,12 @@ int hs_is_glob(const char *s);
  * return 0 when argv[0] is not a wrapper.
  */
 int hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced);
+/*
+ * Decode the backslash escape at s[0] (n bytes left) of a string literal:
+ * \n, \t, ..., \xHH, \NNN, \uHHHH, \u{H}, \UHHHHHHHH.  Writes one byte to
+ * *out ('?' for a character past ASCII) and returns the bytes consumed.
+ */
+size_t hs_unescape(const char *s, size_t n, char *out);
 /* Scan interpreter code (lang "python", "perl", "ruby", "node", "php") for shell commands it runs. */
 void hs_interp_scan(struct hs_actx *x, const char *lang, const char *code, const struct hs_cmd *c,
 		    struct hs_progset *produced);

@@ -76,6 +76,63 @@ in_names(const char *id, size_t len, const char *const *l, size_t max)
 	return 0;
 }
 
+static int
+hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t
+hs_unescape(const char *s, size_t n, char *out)
+{
+	static const char simple[] = "n\nt\tr\r0\0a\ab\bf\fv\ve\033";
+	unsigned long v = 0;
+	size_t i = 1, max = 0;
+	const char *p;
+
+	if (n < 2) {
+		*out = s[0];
+		return 1;
+	}
+	if (s[1] == 'x')
+		max = 2;
+	else if (s[1] == 'u')
+		max = 4;
+	else if (s[1] == 'U')
+		max = 8;
+	if (max) {
+		/* \xHH, \uHHHH, \u{H...} (JavaScript), \UHHHHHHHH (Python). */
+		int brace = s[1] == 'u' && n > 2 && s[2] == '{';
+
+		i = brace ? 3 : 2;
+		for (; i < n && (brace || i < 2 + max) && hexval(s[i]) >= 0; i++)
+			v = v * 16 + (unsigned long)hexval(s[i]);
+		if (brace && i < n && s[i] == '}')
+			i++;
+		if (i == 2 || (brace && i == 3)) {
+			*out = s[1];
+			return 2;
+		}
+		/* Past ASCII it names no program or option: one stand-in byte. */
+		*out = v < 0x80 ? (char)v : '?';
+		return i;
+	}
+	if (s[1] >= '0' && s[1] <= '7' && n > 2 && s[2] >= '0' && s[2] <= '7') {
+		/* Octal \NNN (Perl, Ruby, PHP, Python, old JavaScript). */
+		for (; i < n && i < 4 && s[i] >= '0' && s[i] <= '7'; i++)
+			v = v * 8 + (unsigned long)(s[i] - '0');
+		*out = v < 0x80 ? (char)v : '?';
+		return i;
+	}
+	for (p = simple; *p; p += 2)
+		if (*p == s[1]) {
+			*out = p[1];
+			return 2;
+		}
+	*out = s[1];
+	return 2;
+}
+
 /* Decode a string literal at sc->i into buf; returns 1 when one was read. */
 static int
 read_literal(struct hs_actx *x, struct scan *sc, const char **out)
@@ -99,10 +156,7 @@ read_literal(struct hs_actx *x, struct scan *sc, const char **out)
 		char c = sc->s[sc->i];
 
 		if (c == '\\' && sc->i + 1 < sc->n) {
-			char d = sc->s[sc->i + 1];
-
-			buf[len++] = d == 'n' ? '\n' : d == 't' ? '\t' : d;
-			sc->i += 2;
+			sc->i += hs_unescape(sc->s + sc->i, sc->n - sc->i, buf + len++);
 			continue;
 		}
 		if (c == q) {

@@ -491,14 +491,11 @@ literal_views(struct judge *j, const char *line)
 			set_opaque(j, "out of memory");
 			return;
 		}
-		for (o = lit, r = s + 1; r < e; r++) {
-			if (*r == '\\' && r + 1 < e) {
-				r++;
-				*o++ = *r == 'n' ? '\n' : *r == 'r' ? '\r' : *r == 't' ? '\t' : *r;
-			} else {
-				*o++ = *r;
-			}
-		}
+		for (o = lit, r = s + 1; r < e;)
+			if (*r == '\\')
+				r += hs_unescape(r, (size_t)(e - r), o++);
+			else
+				*o++ = *r++;
 		*o = '\0';
 		judge_text(j, lit, 0);
 		judge_code(j, lit, 0);
