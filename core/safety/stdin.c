@@ -45,6 +45,7 @@ struct hs_stdin_guard {
 	struct gbuf block; /* shell: earlier lines of an unfinished construct */
 	struct gbuf iblock; /* interpreters: earlier lines inside open brackets */
 	struct gbuf kill;  /* readline's last kill (^U, ^W), which ^Y yanks back */
+	struct gbuf sql;   /* SQL: earlier lines of a statement not yet ended by ';' */
 	int killed;        /* the last key was a kill: the next one adds to it */
 	int esc;           /* enum esc_state across writes */
 	int opaque;        /* unmodelled input was delivered; reset by ^C */
@@ -114,6 +115,7 @@ free_parts(struct hs_stdin_guard *g)
 	free(g->block.s);
 	free(g->iblock.s);
 	free(g->kill.s);
+	free(g->sql.s);
 }
 
 void
@@ -150,6 +152,7 @@ reset(struct hs_stdin_guard *g)
 	gbuf_clear(&g->typed);
 	gbuf_clear(&g->block);
 	gbuf_clear(&g->iblock);
+	gbuf_clear(&g->sql);
 	g->esc = ESC_NONE;
 	g->killed = 0;
 	g->opaque = 0;
@@ -232,12 +235,12 @@ put_quoted(struct gbuf *b, const char *s, size_t n)
 	return gbuf_put(b, s + from, n - from) < 0 || gbuf_put(b, "'", 1) < 0 ? -1 : 0;
 }
 
-/* Judge text as the code of every interpreter the scanner knows, at once. */
+/* Judge text as the code of every interpreter the scanner knows, and as SQL, at once. */
 static void
 judge_code(struct judge *j, const char *text, int opacity)
 {
 	static const char *const runs[] = { "python3 -c ", " ; perl -e ", " ; ruby -e ", " ; node -e ",
-		" ; php -r " };
+		" ; php -r ", " ; psql -c " };
 	struct gbuf b = { 0 };
 	size_t k, n = strlen(text);
 
@@ -444,6 +447,24 @@ code_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
 	}
 }
 
+/* SQL REPLs (psql, mysql, sqlite3) run a statement at its ';', however many lines it took. */
+static void
+sql_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
+{
+	if (!g->sql.len && memchr(line, ';', n))
+		return; /* judged alone by judge_code() */
+	if ((g->sql.len && gbuf_put(&g->sql, "\n", 1) < 0) || gbuf_put(&g->sql, line, n) < 0 ||
+	    g->sql.len > BLOCK_MAX_BYTES) {
+		gbuf_clear(&g->sql);
+		return;
+	}
+	if (!memchr(line, ';', n))
+		return;
+	if (j)
+		judge_code(j, g->sql.s, 0);
+	gbuf_clear(&g->sql);
+}
+
 /*
  * Shells reached through an escape: what follows each '!' (":!cmd" in vim,
  * "!cmd" in less, gdb, ipython, psql's "\!") or ':' (bind -x), what
@@ -605,6 +626,7 @@ submit(struct hs_stdin_guard *g, struct judge *j)
 	}
 	shell_line(g, j, line, g->line.len);
 	code_line(g, j, line, g->line.len);
+	sql_line(g, j, line, g->line.len);
 	if (reconfigures_editor(line))
 		taint(g, j, "the input changes how the terminal or readline edits lines");
 	gbuf_clear(&g->line);
@@ -790,9 +812,10 @@ guard_copy(struct hs_stdin_guard *dst, const struct hs_stdin_guard *src)
 	memset(&dst->block, 0, sizeof(dst->block));
 	memset(&dst->iblock, 0, sizeof(dst->iblock));
 	memset(&dst->kill, 0, sizeof(dst->kill));
+	memset(&dst->sql, 0, sizeof(dst->sql));
 	if (gbuf_copy(&dst->line, &src->line) < 0 || gbuf_copy(&dst->typed, &src->typed) < 0 ||
 	    gbuf_copy(&dst->block, &src->block) < 0 || gbuf_copy(&dst->iblock, &src->iblock) < 0 ||
-	    gbuf_copy(&dst->kill, &src->kill) < 0)
+	    gbuf_copy(&dst->kill, &src->kill) < 0 || gbuf_copy(&dst->sql, &src->sql) < 0)
 		return -1;
 	return 0;
 }

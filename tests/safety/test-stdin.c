@@ -350,6 +350,14 @@ test_interpreters(void **s)
 	DENY("bind '\"\\C-t\": \"rm -rf /\\n\"'\n");   /* a readline macro types it */
 	DENY("bind -x '\"\\C-t\": rm -rf /'\n");
 	DENY(":execute \"!rm -rf /\"\n");                   /* vim */
+	/* SQL typed to psql, mysql or sqlite3, one line or several. */
+	assert_int_equal(host("DROP TABLE users;\n"), HS_VERDICT_ASK);
+	{
+		static const char *const sql[] = { "DROP\n", "  TABLE users\n", ";\n" };
+
+		assert_int_equal(typed_in(HS_CONTEXT_HOST, 3, sql, NULL, NULL), HS_VERDICT_ASK);
+	}
+	assert_int_equal(host("SELECT * FROM users;\n"), HS_VERDICT_ALLOW);
 	/* Code that runs a command known only at run time asks, like python3 -c. */
 	assert_int_equal(host("os.system(cmd)\n"), HS_VERDICT_ASK);
 	assert_int_equal(host("exec(open(\"x.py\").read())\n"), HS_VERDICT_ASK);
