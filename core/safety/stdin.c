@@ -41,7 +41,7 @@ enum esc_state { ESC_NONE = 0, ESC_SEEN, ESC_CSI, ESC_SS3 };
 
 struct hs_stdin_guard {
 	struct gbuf line;  /* the line being typed, with the edits applied */
-	struct gbuf typed; /* the same line as typed: control bytes removed, no edits */
+	struct gbuf typed; /* the same line as typed: every byte, no edits (survives ^C) */
 	struct gbuf block; /* shell: earlier lines of an unfinished construct */
 	struct gbuf iblock; /* interpreters: earlier lines inside open brackets */
 	struct gbuf kill;  /* readline's last kill (^U, ^W), which ^Y yanks back */
@@ -145,11 +145,15 @@ taint(struct hs_stdin_guard *g, struct judge *j, const char *why)
 	note_opaque(g, j);
 }
 
+/*
+ * ^C: discard what is pending.  The typed view stays: written to a pipe
+ * rather than a terminal, ^C and the text before it are plain bytes of the
+ * line.
+ */
 static void
 reset(struct hs_stdin_guard *g)
 {
 	gbuf_clear(&g->line);
-	gbuf_clear(&g->typed);
 	gbuf_clear(&g->block);
 	gbuf_clear(&g->iblock);
 	gbuf_clear(&g->sql);
@@ -605,6 +609,70 @@ reconfigures_editor(const char *line)
 						strstr(w, "+o vi") || strstr(w, "+o emacs"));
 }
 
+/* Every view of one text, for its findings: command, code, escapes, literals. */
+static void
+judge_views(struct judge *j, const char *text, int quotes)
+{
+	judge_text(j, text, 0);
+	judge_code(j, text, 0);
+	escape_views(j, text, quotes);
+	literal_views(j, text);
+}
+
+/* The typed bytes without control bytes and escape sequences (keys), or NULL. */
+static char *
+strip_keys(const char *s)
+{
+	char *out = malloc(strlen(s) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		if (*s == 0x1b) {
+			/* ESC x, ESC [ params final, ESC O x */
+			if (s[1] == '[') {
+				for (s += 2; *s && !(*s >= 0x40 && *s <= 0x7e); s++)
+					;
+			} else if (s[1]) {
+				s += s[1] == 'O' && s[2] ? 2 : 1;
+			}
+			if (!*s)
+				break;
+			continue;
+		}
+		if ((unsigned char)*s >= 0x20 && *s != 0x7f)
+			*o++ = *s;
+	}
+	*o = '\0';
+	return out;
+}
+
+/*
+ * What was typed, unedited: written to a pipe (no terminal) nothing edits
+ * it, and where the editing is not known (opaque) the keys may have done
+ * anything, so the text without them is judged too.
+ */
+static void
+judge_unedited(const struct hs_stdin_guard *g, struct judge *j, const char *line)
+{
+	char *bare;
+
+	if (!g->typed.len)
+		return;
+	if (strcmp(g->typed.s, line))
+		judge_views(j, g->typed.s, g->opaque);
+	if (!g->opaque)
+		return;
+	bare = strip_keys(g->typed.s);
+	if (!bare) {
+		set_opaque(j, "out of memory");
+		return;
+	}
+	if (strcmp(bare, line) && strcmp(bare, g->typed.s))
+		judge_views(j, bare, 1);
+	free(bare);
+}
+
 /* A line the program would now read, judged as each program it could be. */
 static void
 submit(struct hs_stdin_guard *g, struct judge *j)
@@ -616,13 +684,7 @@ submit(struct hs_stdin_guard *g, struct judge *j)
 			set_opaque(j, "'!' or '^' may expand the shell's history into an earlier command");
 		escape_views(j, line, g->opaque);
 		literal_views(j, line);
-		if (g->opaque && g->typed.len) {
-			/* What was typed, unedited: the editing is not known. */
-			judge_text(j, g->typed.s, 0);
-			judge_code(j, g->typed.s, 0);
-			escape_views(j, g->typed.s, 1);
-			literal_views(j, g->typed.s);
-		}
+		judge_unedited(g, j, line);
 	}
 	shell_line(g, j, line, g->line.len);
 	code_line(g, j, line, g->line.len);
@@ -638,11 +700,11 @@ submit(struct hs_stdin_guard *g, struct judge *j)
 static void
 add_char(struct hs_stdin_guard *g, struct judge *j, char c)
 {
-	if (g->line.len >= LINE_MAX_BYTES || g->typed.len >= LINE_MAX_BYTES) {
+	if (g->line.len >= LINE_MAX_BYTES) {
 		g->overlong = 1;
 		return;
 	}
-	if (gbuf_put(&g->line, &c, 1) < 0 || gbuf_put(&g->typed, &c, 1) < 0)
+	if (gbuf_put(&g->line, &c, 1) < 0)
 		taint(g, j, "out of memory");
 }
 
@@ -699,6 +761,16 @@ erase_word(struct hs_stdin_guard *g, struct judge *j)
 static void
 feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
 {
+	/*
+	 * The typed view keeps every byte of the line, keys included, as a
+	 * program reading a pipe gets them: there nothing edits.
+	 */
+	if (c != '\n' && c != '\r' && c != 0) {
+		if (g->typed.len >= LINE_MAX_BYTES)
+			g->overlong = 1;
+		else if (gbuf_put(&g->typed, (const char *)&c, 1) < 0)
+			taint(g, j, "out of memory");
+	}
 	if (c == 0x03) {
 		/* Interrupt: the terminal, readline and the REPLs discard what is pending. */
 		reset(g);
@@ -706,18 +778,13 @@ feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
 	}
 	/*
 	 * Escape sequences (ESC x, ESC [ ... final, ESC O x) are keys, not text
-	 * of the edited line; they stay in the typed view.  A control byte ends
-	 * one and counts as itself.
+	 * of the edited line.  A control byte ends one and counts as itself.
 	 */
 	if (g->esc != ESC_NONE && c >= 0x20 && c != 0x7f) {
 		if (g->esc == ESC_SEEN)
 			g->esc = c == '[' ? ESC_CSI : c == 'O' ? ESC_SS3 : ESC_NONE;
 		else if (g->esc == ESC_SS3 || (c >= 0x40 && c <= 0x7e))
 			g->esc = ESC_NONE;
-		if (g->typed.len >= LINE_MAX_BYTES)
-			g->overlong = 1;
-		else if (gbuf_put(&g->typed, (const char *)&c, 1) < 0)
-			taint(g, j, "out of memory");
 		return;
 	}
 	g->esc = ESC_NONE;
@@ -801,6 +868,7 @@ end_input(struct hs_stdin_guard *g, struct judge *j)
 	if (j && g->iblock.len)
 		judge_code(j, g->iblock.s, 0);
 	reset(g);
+	gbuf_clear(&g->typed);
 }
 
 static int
@@ -824,17 +892,13 @@ guard_copy(struct hs_stdin_guard *dst, const struct hs_stdin_guard *src)
 static void
 judge_pending(const struct hs_stdin_guard *g, struct judge *j)
 {
-	const struct gbuf *views[] = { &g->line, &g->typed };
+	const char *line = g->line.s ? g->line.s : "";
 
 	if (g->block.len)
 		judge_text(j, g->block.s, 0);
-	for (size_t k = 0; k < 2; k++)
-		if (views[k]->len) {
-			judge_text(j, views[k]->s, 0);
-			judge_code(j, views[k]->s, 0);
-			escape_views(j, views[k]->s, 1);
-			literal_views(j, views[k]->s);
-		}
+	if (*line)
+		judge_views(j, line, 1);
+	judge_unedited(g, j, line);
 }
 
 static void

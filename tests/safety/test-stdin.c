@@ -142,6 +142,9 @@ test_line_editing(void **s)
 	DENY("rm -rf /\x1b[D");
 	DENY("rm -rf /x\x1b[D\x7f\x7f\n");
 	DENY("rm -rf /\x7f/\x1b" "b\n");
+	/* ...or as typed without the keys (readline's undo brings the killed line back). */
+	DENY("rm -rf /\x15\x1f\n");
+	DENY("rm -rf /\x15\x1b" "b");
 }
 
 /* Readline keeps killed text, even across lines and ^C, and ^Y yanks it back. */
@@ -177,6 +180,21 @@ test_editor_reconfigured(void **s)
 	ALLOW("stty -a\n");
 	ALLOW("bind -p\n");
 	ALLOW("set -e\n");
+}
+
+/*
+ * Written to a pipe instead of a terminal, erase, kill and interrupt are
+ * plain bytes: the text they would remove still reaches the program.
+ */
+static void
+test_unedited_text(void **s)
+{
+	(void)s;
+	DENY("rm -rf / \x15\n");
+	DENY("rm -rf / \x03\n");
+	DENY("rm -rf / x\x17\x17\x17\n");
+	DENY("rm -rf / \x7f\x7f\n");
+	ALLOW("ls -l\x7f\n");
 }
 
 static void
@@ -534,6 +552,7 @@ main(void)
 		cmocka_unit_test(test_line_editing),
 		cmocka_unit_test(test_kill_and_yank),
 		cmocka_unit_test(test_editor_reconfigured),
+		cmocka_unit_test(test_unedited_text),
 		cmocka_unit_test(test_opaque_until_interrupt),
 		cmocka_unit_test(test_continuation),
 		cmocka_unit_test(test_unparsed_lines),
