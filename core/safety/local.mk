@@ -8,6 +8,7 @@ core_safety_libhssafety_a_SOURCES = \
 	core/safety/shell/shparse.h core/safety/shell/lex.c core/safety/shell/parse.c core/safety/shell/parse-redir.c \
 	core/safety/internal.h core/safety/safety.h \
 	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c core/safety/stdin.c \
+	core/safety/stdin-views.c core/safety/stdin-views.h \
 	core/safety/match.c core/safety/pred.c core/safety/sql.c core/safety/policy.c \
 	core/safety/policy-index.c core/safety/getopt.c \
 	core/safety/mounts.c core/safety/mounts.h \

@@ -19,6 +19,9 @@
  * input is opaque, like a command the analyser cannot read, until an
  * interrupt (^C) discards what is pending.  Opaque text is still searched
  * as typed and as edited, so a hardline match in it still denies.
+ *
+ * This file is the guard and the line editor; stdin-views.c judges a
+ * line in each of its views.
  */
 #include "config.h"
 
@@ -27,6 +30,7 @@
 #include <string.h>
 
 #include "core/safety/internal.h"
+#include "core/safety/stdin-views.h"
 
 /* Longest line, and longest unfinished construct, that is analysed. */
 #define LINE_MAX_BYTES ((size_t)16 << 10)
@@ -52,18 +56,6 @@ struct hs_stdin_guard {
 	int overlong;      /* the line passed LINE_MAX_BYTES */
 	char why[160];
 };
-
-/* What one analysis collects. */
-struct judge {
-	const struct hs_policy *p;
-	enum hs_context ctx;
-	struct hs_analysis *out;
-	char why[160]; /* the first reason the input is opaque, or "" */
-	size_t spent; /* work done (analyses, and bytes analysed / 64); bounded per write */
-};
-
-/* Most work one write may cost (about a second); past it the write is refused as too long. */
-#define MAX_WORK ((size_t)300000)
 
 static int
 gbuf_put(struct gbuf *b, const char *s, size_t n)
@@ -129,14 +121,14 @@ hs_stdin_guard_free(struct hs_stdin_guard *g)
 
 /* The write is opaque for the guard's reason (the first one counts). */
 static void
-note_opaque(const struct hs_stdin_guard *g, struct judge *j)
+note_opaque(const struct hs_stdin_guard *g, struct hs_stdin_judge *j)
 {
 	if (j && !j->why[0])
 		snprintf(j->why, sizeof(j->why), "%s", g->why);
 }
 
 static void
-taint(struct hs_stdin_guard *g, struct judge *j, const char *why)
+taint(struct hs_stdin_guard *g, struct hs_stdin_judge *j, const char *why)
 {
 	if (!g->opaque) {
 		g->opaque = 1;
@@ -164,197 +156,9 @@ reset(struct hs_stdin_guard *g)
 	g->why[0] = '\0';
 }
 
-/* ---- judging ---- */
-
-static void
-merge(struct judge *j, const struct hs_analysis *a)
-{
-	struct hs_analysis *o = j->out;
-
-	for (size_t i = 0; i < a->n_findings; i++) {
-		const struct hs_finding *f = &a->findings[i];
-		size_t k;
-
-		/* Opacity is decided here, once, for the whole write. */
-		if (!strcmp(f->rule_id, "opaque"))
-			continue;
-		for (k = 0; k < o->n_findings; k++)
-			if (!strcmp(o->findings[k].rule_id, f->rule_id) &&
-			    !strcmp(o->findings[k].argv_norm, f->argv_norm))
-				break;
-		if (k < o->n_findings)
-			continue;
-		if (o->n_findings < HS_MAX_FINDINGS) {
-			o->findings[o->n_findings++] = *f;
-		} else if (f->hardline) {
-			/* Full: a hardline finding takes the place of a dangerous one, so it still denies. */
-			for (k = 0; k < o->n_findings && o->findings[k].hardline; k++)
-				;
-			if (k < o->n_findings)
-				o->findings[k] = *f;
-		}
-	}
-}
-
-/* Judge text as a shell command: findings always, opacity only when counts. */
-static void
-judge_text(struct judge *j, const char *text, int opacity)
-{
-	struct hs_analysis a;
-
-	j->spent += 1 + strlen(text) / 64;
-	if (j->spent > MAX_WORK)
-		return;
-	hs_analyse(j->p, text, j->ctx, &a);
-	merge(j, &a);
-	if (opacity && a.opaque && !j->out->opaque) {
-		j->out->opaque = 1;
-		snprintf(j->out->opaque_reason, sizeof(j->out->opaque_reason), "%s", a.opaque_reason);
-	}
-}
-
-static void
-set_opaque(struct judge *j, const char *why)
-{
-	if (!j->out->opaque) {
-		j->out->opaque = 1;
-		snprintf(j->out->opaque_reason, sizeof(j->out->opaque_reason), "%s", why);
-	}
-}
-
-/* s[0..n) single-quoted for a shell, appended to b. */
-static int
-put_quoted(struct gbuf *b, const char *s, size_t n)
-{
-	size_t i, from = 0;
-
-	if (gbuf_put(b, "'", 1) < 0)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (s[i] == '\'') {
-			if (gbuf_put(b, s + from, i - from) < 0 || gbuf_put(b, "'\\''", 4) < 0)
-				return -1;
-			from = i + 1;
-		}
-	return gbuf_put(b, s + from, n - from) < 0 || gbuf_put(b, "'", 1) < 0 ? -1 : 0;
-}
-
-/* Judge text as the code of every interpreter the scanner knows, and as SQL, at once. */
-static void
-judge_code(struct judge *j, const char *text, int opacity)
-{
-	static const char *const runs[] = { "python3 -c ", " ; perl -e ", " ; ruby -e ", " ; node -e ",
-		" ; php -r ", " ; psql -c " };
-	struct gbuf b = { 0 };
-	size_t k, n = strlen(text);
-
-	for (k = 0; k < sizeof(runs) / sizeof(runs[0]); k++)
-		if (gbuf_put(&b, runs[k], strlen(runs[k])) < 0 || put_quoted(&b, text, n) < 0) {
-			free(b.s);
-			set_opaque(j, "out of memory");
-			return;
-		}
-	judge_text(j, b.s, opacity);
-	free(b.s);
-}
-
-/* The policy knows this word as a program: a line starting with it was meant for a shell. */
-static int
-known_program(const struct hs_policy *p, const char *text)
-{
-	char word[128];
-	size_t n;
-
-	text += strspn(text, " \t\n");
-	n = strcspn(text, " \t\n;&|<>()");
-	if (!n || n >= sizeof(word))
-		return 0;
-	memcpy(word, text, n);
-	word[n] = '\0';
-	return hs_policy_prog(p, hs_basename(word)) != NULL;
-}
-
-/*
- * Bash's extended globs (!(x), @(x), ...) are on in most interactive
- * shells but not in the parser; read as "*" they match at least as much.
- */
-static char *
-extglob_as_star(const char *text)
-{
-	size_t n = strlen(text), i, o = 0;
-	char *s = malloc(n + 1);
-	int changed = 0;
-
-	if (!s)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if (strchr("!@?*+", text[i]) && text[i + 1] == '(') {
-			const char *close = strchr(text + i + 2, ')');
-
-			if (close) {
-				s[o++] = '*';
-				i = (size_t)(close - text);
-				changed = 1;
-				continue;
-			}
-		}
-		s[o++] = text[i];
-	}
-	s[o] = '\0';
-	if (!changed) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
-/* text with each "(" not after '$', '<' or '>' made "$(", or NULL when there is none. */
-static char *
-paren_as_subst(const char *text)
-{
-	size_t n = strlen(text), i, o = 0;
-	char *s;
-
-	if (!strchr(text, '('))
-		return NULL;
-	s = malloc(2 * n + 1);
-	if (!s)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if (text[i] == '(' && (i == 0 || !strchr("$<>", text[i - 1])))
-			s[o++] = '$';
-		s[o++] = text[i];
-	}
-	s[o] = '\0';
-	return s;
-}
-
-/* A shell line that bash would not parse either runs nothing; one we cannot parse is opaque. */
-static void
-judge_unparsed(struct judge *j, const char *text, const char *why)
-{
-	char msg[160];
-	char *alt = extglob_as_star(text);
-
-	if (alt) {
-		judge_text(j, alt, 0);
-		free(alt);
-	}
-	/* fish and rc substitute "(cmd)": judged as bash's "$(cmd)" would be. */
-	alt = paren_as_subst(text);
-	if (alt) {
-		judge_text(j, alt, 0);
-		free(alt);
-	}
-	if (known_program(j->p, text) || !strcmp(why, "input too large") || !strcmp(why, "nesting too deep")) {
-		snprintf(msg, sizeof(msg), "cannot parse command: %s", why);
-		set_opaque(j, msg);
-	}
-}
-
 /* The shell view of a complete line: an unfinished construct waits for more. */
 static void
-shell_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
+shell_line(struct hs_stdin_guard *g, struct hs_stdin_judge *j, const char *line, size_t n)
 {
 	char stackmem[8192];
 	struct hs_arena a;
@@ -366,7 +170,7 @@ shell_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n
 	 * parser disagree on what is unfinished, bash may run it by itself.
 	 */
 	if (g->block.len && j)
-		judge_text(j, line, 0);
+		hs_stdin_judge_text(j, line, 0);
 	if (g->block.len && gbuf_put(&g->block, "\n", 1) < 0)
 		goto nomem;
 	if (gbuf_put(&g->block, line, n) < 0)
@@ -379,12 +183,12 @@ shell_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n
 			return;
 		/* Judged as it stands; what follows may still belong to it. */
 		if (j)
-			judge_text(j, g->block.s, 0);
+			hs_stdin_judge_text(j, g->block.s, 0);
 		taint(g, j, "unfinished shell construct over 16 KiB");
 	} else if (j && st == 0) {
-		judge_text(j, g->block.s, 1);
+		hs_stdin_judge_text(j, g->block.s, 1);
 	} else if (j) {
-		judge_unparsed(j, g->block.s, why);
+		hs_stdin_judge_unparsed(j, g->block.s, why);
 	}
 	gbuf_clear(&g->block);
 	return;
@@ -427,12 +231,12 @@ code_open(const char *s, size_t n)
  * call or literal it continues ("os.system(\n'rm -rf /')").
  */
 static void
-code_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
+code_line(struct hs_stdin_guard *g, struct hs_stdin_judge *j, const char *line, size_t n)
 {
 	int open;
 
 	if (j)
-		judge_code(j, line, 1);
+		hs_stdin_judge_code(j, line, 1);
 	if (!g->iblock.len && !code_open(line, n))
 		return;
 	if ((g->iblock.len && gbuf_put(&g->iblock, "\n", 1) < 0) || gbuf_put(&g->iblock, line, n) < 0) {
@@ -442,7 +246,7 @@ code_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
 	}
 	open = code_open(g->iblock.s, g->iblock.len);
 	if (j)
-		judge_code(j, g->iblock.s, !open);
+		hs_stdin_judge_code(j, g->iblock.s, !open);
 	if (!open)
 		gbuf_clear(&g->iblock);
 	else if (g->iblock.len > BLOCK_MAX_BYTES) {
@@ -453,10 +257,10 @@ code_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
 
 /* SQL REPLs (psql, mysql, sqlite3) run a statement at its ';', however many lines it took. */
 static void
-sql_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
+sql_line(struct hs_stdin_guard *g, struct hs_stdin_judge *j, const char *line, size_t n)
 {
 	if (!g->sql.len && memchr(line, ';', n))
-		return; /* judged alone by judge_code() */
+		return; /* judged alone by hs_stdin_judge_code() */
 	if ((g->sql.len && gbuf_put(&g->sql, "\n", 1) < 0) || gbuf_put(&g->sql, line, n) < 0 ||
 	    g->sql.len > BLOCK_MAX_BYTES) {
 		gbuf_clear(&g->sql);
@@ -465,186 +269,8 @@ sql_line(struct hs_stdin_guard *g, struct judge *j, const char *line, size_t n)
 	if (!memchr(line, ';', n))
 		return;
 	if (j)
-		judge_code(j, g->sql.s, 0);
+		hs_stdin_judge_code(j, g->sql.s, 0);
 	gbuf_clear(&g->sql);
-}
-
-/*
- * Shells reached through an escape: what follows each '!' (":!cmd" in vim,
- * "!cmd" in less, gdb, ipython, psql's "\!") or ':' (bind -x), what
- * follows the first word ("shell cmd", ".system cmd", "%sx cmd") and, when
- * the quoting the line starts in is unknown, what follows each quote.
- */
-static void
-escape_views(struct judge *j, const char *line, int quotes)
-{
-	const char *s = line + strspn(line, " \t"), *w;
-
-	w = s + strcspn(s, " \t");
-	if (*w)
-		judge_text(j, w, 0);
-	/* Every one: padding must not push an escape out of sight (the work bound holds). */
-	for (s = line; *s; s++)
-		if ((*s == '!' || *s == ':' || (quotes && (*s == '\'' || *s == '"' || *s == '`'))) && s[1])
-			judge_text(j, s + 1, 0);
-}
-
-/*
- * String literals of the line, judged as commands and as code: a REPL can
- * run a string through paths no scanner follows (an alias of os.system,
- * getattr, a key binding's macro, vim's :execute).  Each quote starts one,
- * up to the next like it, so nesting and unknown quoting are covered;
- * backslash escapes are decoded (\n is a newline in a macro or a literal).
- */
-static void
-literal_views(struct judge *j, const char *line)
-{
-	const char *s, *e, *r;
-
-	for (s = line; *s && j->spent <= MAX_WORK; s++) {
-		char q = *s, *lit, *o;
-
-		if (q != '\'' && q != '"' && q != '`')
-			continue;
-		for (e = s + 1; *e && *e != q; e++)
-			if (*e == '\\' && e[1])
-				e++;
-		if (e == s + 1)
-			continue;
-		lit = malloc((size_t)(e - s));
-		if (!lit) {
-			set_opaque(j, "out of memory");
-			return;
-		}
-		for (o = lit, r = s + 1; r < e;)
-			if (*r == '\\')
-				r += hs_unescape(r, (size_t)(e - r), o++);
-			else
-				*o++ = *r++;
-		*o = '\0';
-		judge_text(j, lit, 0);
-		judge_code(j, lit, 0);
-		escape_views(j, lit, 0);
-		free(lit);
-	}
-}
-
-/*
- * Bash's history expansion ("!!", "!-2", "!$", "^a^b", fc -s) replays
- * earlier input the guard does not keep.
- */
-static int
-history_expansion(const char *line)
-{
-	const char *s;
-	int sq = 0;
-
-	if (line[strspn(line, " \t")] == '^')
-		return 1;
-	for (s = line; *s; s++) {
-		if (*s == '\'')
-			sq = !sq;
-		else if (*s == '!' && !sq && s[1] && !strchr(" \t=(\"", s[1]))
-			return 1;
-		else if (!strncmp(s, "fc", 2) && (s == line || strchr(" \t;&|(", s[-1])) &&
-			 (!s[2] || s[2] == ' ' || s[2] == '\t'))
-			return 1;
-	}
-	return 0;
-}
-
-/* Where word w starts in s as a whole word (after a blank or an operator), or NULL. */
-static const char *
-find_word(const char *s, const char *w)
-{
-	size_t n = strlen(w);
-	const char *p;
-
-	for (p = s; (p = strstr(p, w)); p++)
-		if ((p == s || strchr(" \t;&|(`", p[-1])) && (!p[n] || p[n] == ' ' || p[n] == '\t'))
-			return p;
-	return NULL;
-}
-
-/* Do the words after w in s all belong to the list (options that only query)? */
-static int
-only_queries(const char *s, const char *const *ok)
-{
-	for (;;) {
-		size_t n, k;
-
-		s += strspn(s, " \t");
-		n = strcspn(s, " \t;&|)");
-		if (!n)
-			return 1;
-		for (k = 0; ok[k]; k++)
-			if (strlen(ok[k]) == n && !memcmp(s, ok[k], n))
-				break;
-		if (!ok[k])
-			return 0;
-		s += n;
-	}
-}
-
-/*
- * A line that changes how input is edited (stty erase z, bind, set -o vi,
- * an inputrc, Python's readline.parse_and_bind) leaves the model behind:
- * from there on the input is opaque.
- */
-static int
-reconfigures_editor(const char *line)
-{
-	static const char *const stty_ok[] = { "size", "-a", "--all", "-g", "--save", NULL };
-	static const char *const bind_ok[] = { "-p", "-P", "-l", "-v", "-V", "-s", "-S", NULL };
-	const char *w;
-
-	if (strstr(line, "inputrc") || strstr(line, "parse_and_bind") || strstr(line, "read_init_file") ||
-	    strstr(line, "editing-mode"))
-		return 1;
-	if ((w = find_word(line, "stty")) && !only_queries(w + 4, stty_ok))
-		return 1;
-	if ((w = find_word(line, "bind")) && !only_queries(w + 4, bind_ok))
-		return 1;
-	return (w = find_word(line, "set")) && (strstr(w, "-o vi") || strstr(w, "-o emacs") ||
-						strstr(w, "+o vi") || strstr(w, "+o emacs"));
-}
-
-/* Every view of one text, for its findings: command, code, escapes, literals. */
-static void
-judge_views(struct judge *j, const char *text, int quotes)
-{
-	judge_text(j, text, 0);
-	judge_code(j, text, 0);
-	escape_views(j, text, quotes);
-	literal_views(j, text);
-}
-
-/* The typed bytes without control bytes and escape sequences (keys), or NULL. */
-static char *
-strip_keys(const char *s)
-{
-	char *out = malloc(strlen(s) + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (; *s; s++) {
-		if (*s == 0x1b) {
-			/* ESC x, ESC [ params final, ESC O x */
-			if (s[1] == '[') {
-				for (s += 2; *s && !(*s >= 0x40 && *s <= 0x7e); s++)
-					;
-			} else if (s[1]) {
-				s += s[1] == 'O' && s[2] ? 2 : 1;
-			}
-			if (!*s)
-				break;
-			continue;
-		}
-		if ((unsigned char)*s >= 0x20 && *s != 0x7f)
-			*o++ = *s;
-	}
-	*o = '\0';
-	return out;
 }
 
 /*
@@ -653,43 +279,43 @@ strip_keys(const char *s)
  * anything, so the text without them is judged too.
  */
 static void
-judge_unedited(const struct hs_stdin_guard *g, struct judge *j, const char *line)
+judge_unedited(const struct hs_stdin_guard *g, struct hs_stdin_judge *j, const char *line)
 {
 	char *bare;
 
 	if (!g->typed.len)
 		return;
 	if (strcmp(g->typed.s, line))
-		judge_views(j, g->typed.s, g->opaque);
+		hs_stdin_judge_views(j, g->typed.s, g->opaque);
 	if (!g->opaque)
 		return;
-	bare = strip_keys(g->typed.s);
+	bare = hs_stdin_strip_keys(g->typed.s);
 	if (!bare) {
-		set_opaque(j, "out of memory");
+		hs_stdin_set_opaque(j, "out of memory");
 		return;
 	}
 	if (strcmp(bare, line) && strcmp(bare, g->typed.s))
-		judge_views(j, bare, 1);
+		hs_stdin_judge_views(j, bare, 1);
 	free(bare);
 }
 
 /* A line the program would now read, judged as each program it could be. */
 static void
-submit(struct hs_stdin_guard *g, struct judge *j)
+submit(struct hs_stdin_guard *g, struct hs_stdin_judge *j)
 {
 	const char *line = g->line.s ? g->line.s : "";
 
 	if (j) {
-		if (history_expansion(line))
-			set_opaque(j, "'!' or '^' may expand the shell's history into an earlier command");
-		escape_views(j, line, g->opaque);
-		literal_views(j, line);
+		if (hs_stdin_history_expansion(line))
+			hs_stdin_set_opaque(j, "'!' or '^' may expand the shell's history into an earlier command");
+		hs_stdin_escape_views(j, line, g->opaque);
+		hs_stdin_literal_views(j, line);
 		judge_unedited(g, j, line);
 	}
 	shell_line(g, j, line, g->line.len);
 	code_line(g, j, line, g->line.len);
 	sql_line(g, j, line, g->line.len);
-	if (reconfigures_editor(line))
+	if (hs_stdin_reconfigures_editor(line))
 		taint(g, j, "the input changes how the terminal or readline edits lines");
 	gbuf_clear(&g->line);
 	gbuf_clear(&g->typed);
@@ -698,7 +324,7 @@ submit(struct hs_stdin_guard *g, struct judge *j)
 /* ---- the line editor ---- */
 
 static void
-add_char(struct hs_stdin_guard *g, struct judge *j, char c)
+add_char(struct hs_stdin_guard *g, struct hs_stdin_judge *j, char c)
 {
 	if (g->line.len >= LINE_MAX_BYTES) {
 		g->overlong = 1;
@@ -719,7 +345,7 @@ is_word_char(char c)
  * gather, backward kills in front), even across lines.
  */
 static void
-kill_from(struct hs_stdin_guard *g, struct judge *j, size_t n)
+kill_from(struct hs_stdin_guard *g, struct hs_stdin_judge *j, size_t n)
 {
 	struct gbuf k = { 0 };
 	size_t len = g->line.len - n;
@@ -744,7 +370,7 @@ kill_from(struct hs_stdin_guard *g, struct judge *j, size_t n)
  * a non-word character.  Exact only where the two agree.
  */
 static void
-erase_word(struct hs_stdin_guard *g, struct judge *j)
+erase_word(struct hs_stdin_guard *g, struct hs_stdin_judge *j)
 {
 	size_t n = g->line.len;
 
@@ -759,7 +385,7 @@ erase_word(struct hs_stdin_guard *g, struct judge *j)
 }
 
 static void
-feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
+feed_byte(struct hs_stdin_guard *g, struct hs_stdin_judge *j, unsigned char c)
 {
 	/*
 	 * The typed view keeps every byte of the line, keys included, as a
@@ -846,7 +472,7 @@ feed_byte(struct hs_stdin_guard *g, struct judge *j, unsigned char c)
 }
 
 static void
-feed(struct hs_stdin_guard *g, struct judge *j, const unsigned char *b, size_t n)
+feed(struct hs_stdin_guard *g, struct hs_stdin_judge *j, const unsigned char *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		feed_byte(g, j, b[i]);
@@ -857,16 +483,16 @@ feed(struct hs_stdin_guard *g, struct judge *j, const unsigned char *b, size_t n
  * line without a newline, and what is unfinished is judged as it stands.
  */
 static void
-end_input(struct hs_stdin_guard *g, struct judge *j)
+end_input(struct hs_stdin_guard *g, struct hs_stdin_judge *j)
 {
 	if (g->opaque)
 		note_opaque(g, j);
 	if (g->line.len || g->typed.len)
 		submit(g, j);
 	if (j && g->block.len)
-		judge_text(j, g->block.s, 0);
+		hs_stdin_judge_text(j, g->block.s, 0);
 	if (j && g->iblock.len)
-		judge_code(j, g->iblock.s, 0);
+		hs_stdin_judge_code(j, g->iblock.s, 0);
 	reset(g);
 	gbuf_clear(&g->typed);
 }
@@ -890,14 +516,14 @@ guard_copy(struct hs_stdin_guard *dst, const struct hs_stdin_guard *src)
 
 /* Unknown keys may submit the line (readline binds any key to accept-line): judge what is pending. */
 static void
-judge_pending(const struct hs_stdin_guard *g, struct judge *j)
+judge_pending(const struct hs_stdin_guard *g, struct hs_stdin_judge *j)
 {
 	const char *line = g->line.s ? g->line.s : "";
 
 	if (g->block.len)
-		judge_text(j, g->block.s, 0);
+		hs_stdin_judge_text(j, g->block.s, 0);
 	if (*line)
-		judge_views(j, line, 1);
+		hs_stdin_judge_views(j, line, 1);
 	judge_unedited(g, j, line);
 }
 
@@ -921,7 +547,7 @@ hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum
 		 const void *buf, size_t n, struct hs_analysis *out)
 {
 	struct hs_stdin_guard w;
-	struct judge j = { .p = p, .ctx = ctx, .out = out };
+	struct hs_stdin_judge j = { .p = p, .ctx = ctx, .out = out };
 	char shown[200];
 
 	if (!out)
@@ -938,7 +564,7 @@ hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum
 		return 0;
 	}
 	if (guard_copy(&w, g) < 0) {
-		set_opaque(&j, "out of memory");
+		hs_stdin_set_opaque(&j, "out of memory");
 	} else {
 		if (buf)
 			feed(&w, &j, buf, n);
@@ -949,11 +575,11 @@ hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum
 		if (w.overlong)
 			deny_finding(out, "stdin.too-long", "a line over 16 KiB typed to a terminal is not analysed: "
 				     "write it to a file, or send ^C to discard it");
-		if (j.spent > MAX_WORK)
+		if (j.spent > HS_STDIN_MAX_WORK)
 			deny_finding(out, "stdin.too-long", "a write to a terminal too large to analyse at once: "
 				     "split it into smaller writes");
 		if (j.why[0])
-			set_opaque(&j, j.why);
+			hs_stdin_set_opaque(&j, j.why);
 	}
 	free_parts(&w);
 	if (buf)
