@@ -31,6 +31,8 @@ usage(FILE *f)
 	        "  backends [--json] [--deep]    list backends: ready, unavailable or refused\n"
 	        "  check [--json] [--context host|sandbox] -- COMMAND\n"
 	        "                                the safety verdict, without running anything\n"
+	        "  check --typed [--json] [--context host|sandbox] < BYTES\n"
+	        "                                the verdict for bytes typed to a program's terminal\n"
 	        "  mounts [--json] SPEC...       classify mount specs for host access\n"
 	        "  session list|show|close|gc [NAME]\n"
 	        "                                manage sessions\n"

@@ -377,17 +377,77 @@ hs_session_exec(struct hs_session *s, const struct hs_cmd_req *rq, const struct 
 	return oc;
 }
 
+/* The policy, or NULL with out saying why. */
+static struct hs_policy *
+session_policy(struct hs_session *s, struct hs_approval_out *out)
+{
+	struct hs_policy *pol = hs_core_policy(s->c, out->why, sizeof(out->why));
+	if (!pol)
+		out->decision = "error";
+	return pol;
+}
+
+/*
+ * The gate of an operation that is not a command run (a file put or get, a
+ * stdin write): judged NULL analyses command; else judged is the verdict,
+ * command what the approver and the audit log are shown.
+ */
+static int
+session_gate_op(struct hs_session *s, struct hs_policy *pol, const char *command,
+                const struct hs_analysis *judged, const char *kind, const char *job,
+                struct hs_approval_out *out)
+{
+	struct hs_gate g = session_gate(s, s->cn.be->plugin.name, command, s->mode);
+	g.judged = judged;
+	g.kind = kind;
+	g.job = job;
+	struct hs_analysis an;
+	return hs_approval_gate(s->c, pol, &g, &an, out);
+}
+
 int
 hs_session_gate(struct hs_session *s, const char *command, struct hs_approval_out *out)
 {
-	struct hs_policy *pol = hs_core_policy(s->c, out->why, sizeof(out->why));
-	if (!pol) {
-		out->decision = "error";
+	struct hs_policy *pol = session_policy(s, out);
+	return pol ? session_gate_op(s, pol, command, NULL, NULL, NULL, out) : 0;
+}
+
+int
+hs_session_stdin_gate(struct hs_session *s, struct hs_stdin_guard *g, const char *job, const void *buf,
+                      size_t n, struct hs_approval_out *out)
+{
+	struct hs_policy *pol = session_policy(s, out);
+	if (!pol)
+		return 0;
+	struct hs_analysis an;
+	struct hs_gate ctx = session_gate(s, NULL, NULL, s->mode);
+	if (hs_stdin_analyse(g, pol, ctx.host ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX, buf, n, &an) < 0) {
+		out->decision = "invalid";
+		snprintf(out->why, sizeof(out->why), "invalid stdin write");
 		return 0;
 	}
-	struct hs_gate g = session_gate(s, s->cn.be->plugin.name, command, s->mode);
-	struct hs_analysis an;
-	return hs_approval_gate(s->c, pol, &g, &an, out);
+	/*
+	 * What the approver sees and the audit log keeps: the bytes, escaped,
+	 * when they need a decision; an allowed write may be a password typed at
+	 * a prompt, so only its length is recorded.
+	 */
+	char *shown = malloc(4 * n + 64);
+	if (!shown) {
+		out->decision = "error";
+		snprintf(out->why, sizeof(out->why), "out of memory");
+		return 0;
+	}
+	if (!buf)
+		snprintf(shown, 4 * n + 64, "(end of input)");
+	else if (an.verdict == HS_VERDICT_ALLOW)
+		snprintf(shown, 4 * n + 64, "(%zu bytes written to the terminal, not recorded)", n);
+	else
+		hs_stdin_shown(buf, n, shown, 4 * n + 64);
+	int ok = session_gate_op(s, pol, shown, &an, "stdin", job, out);
+	free(shown);
+	if (ok)
+		hs_stdin_guard_commit(g, buf, n);
+	return ok;
 }
 
 int

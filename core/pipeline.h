@@ -149,6 +149,19 @@ int hs_session_exec(struct hs_session *s, const struct hs_cmd_req *rq,
 int hs_session_gate(struct hs_session *s, const char *command, struct hs_approval_out *out);
 
 /*
+ * The gate for bytes written to a job's terminal or stdin (job: its id for
+ * the audit log, or NULL), through the same decision as a command (mode,
+ * grants, allow list, audit): judged by hs_stdin_analyse() against what g
+ * holds pending, in host context when the environment has host access.
+ * On allow the bytes are committed to g: deliver them, and nothing else,
+ * next.  Closing stdin is gated too: buf NULL, n 0 (a shell reading a
+ * pipe runs its last line at EOF).  Returns 1 to deliver, 0 refused
+ * (out->why).
+ */
+int hs_session_stdin_gate(struct hs_session *s, struct hs_stdin_guard *g, const char *job,
+                          const void *buf, size_t n, struct hs_approval_out *out);
+
+/*
  * The gate for a file operation on path, judged as `cat > PATH` (put) or
  * `cat PATH` (get); a put to one of hs's own files is refused first.
  * Returns 1 to go on, 0 refused (out->why).

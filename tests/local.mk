@@ -4,13 +4,13 @@ TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/a
 	tests/abi/sdk-install.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
 	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test tests/core/spdx.test \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
-	tests/core/screen.test
+	tests/core/screen.test tests/core/check-typed.test
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
 	tests/abi/sdk-install.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test tests/core/install.test tests/core/spdx.test tests/hsserve.py \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
-	tests/core/screen.test
+	tests/core/screen.test tests/core/check-typed.test
 # The ABI layout (every v1 field's offset, every struct's size) is pinned at
 # compile time: building tests/abi/layout fails on an accidental reorder.
 check_PROGRAMS += tests/abi/layout
@@ -55,7 +55,7 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 
 # The unit tests under valgrind memcheck: no invalid access, no leak
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.
-VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
+VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-stdin tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
 	tests/core/test-screen \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner tests/runner/test-hmac \
 	tests/runner/test-dirchain tests/egress/test-egress \

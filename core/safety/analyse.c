@@ -677,8 +677,6 @@ hs_analyse(const struct hs_policy *p, const char *command, enum hs_context ctx,
 	char stackmem[16384];
 	struct hs_arena a;
 	struct hs_actx x;
-	struct hs_finding *f;
-	size_t i;
 
 	if (!out)
 		return -1;
@@ -704,13 +702,23 @@ hs_analyse(const struct hs_policy *p, const char *command, enum hs_context ctx,
 		hs_actx_opaque(&x, "command too large to analyse");
 	hs_arena_free(&a);
 
+	hs_analysis_finish(out, ctx, command);
+	return 0;
+}
+
+void
+hs_analysis_finish(struct hs_analysis *out, enum hs_context ctx, const char *shown)
+{
+	struct hs_finding *f;
+	size_t i;
+
 	if (out->opaque && ctx == HS_CONTEXT_HOST && out->n_findings < HS_MAX_FINDINGS) {
 		f = &out->findings[out->n_findings++];
 		memset(f, 0, sizeof(*f));
 		snprintf(f->rule_id, sizeof(f->rule_id), "opaque");
 		f->host_scope = 1;
 		snprintf(f->description, sizeof(f->description), "cannot be analysed: %.200s", out->opaque_reason);
-		snprintf(f->argv_norm, sizeof(f->argv_norm), "%s", command);
+		snprintf(f->argv_norm, sizeof(f->argv_norm), "%s", shown);
 	}
 	out->verdict = HS_VERDICT_ALLOW;
 	for (i = 0; i < out->n_findings; i++) {
@@ -719,5 +727,4 @@ hs_analyse(const struct hs_policy *p, const char *command, enum hs_context ctx,
 		else if (out->verdict == HS_VERDICT_ALLOW)
 			out->verdict = HS_VERDICT_ASK;
 	}
-	return 0;
 }

@@ -230,6 +230,8 @@ audit(struct hs_core *c, const struct hs_gate *g, const struct hs_analysis *an,
 		.has_exit = has_exit,
 		.exit_code = exit_code,
 		.duration_ms = duration_ms,
+		.kind = g->kind,
+		.job = g->job,
 	};
 	int rc = hs_core_audit(c, &r, err, errlen);
 	free(cmd);
@@ -240,7 +242,10 @@ int
 hs_approval_gate(struct hs_core *c, const struct hs_policy *p, const struct hs_gate *g,
                  struct hs_analysis *an, struct hs_approval_out *out)
 {
-	hs_analyse(p, g->command, g->host ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX, an);
+	if (g->judged)
+		*an = *g->judged;
+	else
+		hs_analyse(p, g->command, g->host ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX, an);
 	char err[512];
 	if (!hs_approval_decide(c, g->mode, g->command, an, g->grants, g->asker, out)) {
 		if (audit(c, g, an, out, 0, 0, 0, err, sizeof(err)) < 0)

@@ -77,10 +77,14 @@ struct hs_gate {
 	struct hs_grants *grants;
 	const struct hs_asker *asker;
 	struct hs_redactor *redact;  /* secrets to keep out of the audit log; may be NULL */
+	/* Already judged (a stdin write, hs_stdin_analyse): command is then what is shown. */
+	const struct hs_analysis *judged;
+	const char *kind;            /* audit "kind": NULL for a command, "stdin" */
+	const char *job;             /* audit "job" of a stdin write, or NULL */
 };
 
 /*
- * Analyse g->command in the right context, decide, and write a denial to the
+ * Analyse g->command in the right context (or take g->judged), decide, and write a denial to the
  * audit log.  Returns 1 to run (then call hs_approval_audit_exit), 0 denied
  * (out->why says why).  An allowed command is recorded in the audit log
  * before it runs; when that fails it is refused with decision "error".

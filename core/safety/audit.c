@@ -143,6 +143,9 @@ hs_audit_format(const struct hs_audit_record *r, char **out)
 	yajl_gen_array_close(g);
 	if (gen_str(g, "decision", r->decision) || gen_str(g, "approver", r->approver))
 		goto out;
+	/* Only on stdin writes, so command records keep their shape. */
+	if (r->kind && (gen_str(g, "kind", r->kind) || (r->job && gen_str(g, "job", r->job))))
+		goto out;
 	gen_key(g, "exit_code");
 	if (r->has_exit)
 		yajl_gen_integer(g, r->exit_code);

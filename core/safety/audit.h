@@ -22,6 +22,8 @@ struct hs_audit_record {
 	int exit_code;
 	int64_t duration_ms;
 	const struct hs_audit_egress *egress; /* a network connection attempt, or NULL */
+	const char *kind;         /* NULL: a command; "stdin": bytes written to a job's terminal */
+	const char *job;          /* the job written to, or NULL */
 };
 
 /* One connection attempt through the egress endpoint (network "allowlist"). */

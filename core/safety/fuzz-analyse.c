@@ -11,26 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/safety/fuzz-policy.h"
 #include "core/safety/safety.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct hs_policy *pol;
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	const struct hs_policy *pol = hs_fuzz_policy();
 	struct hs_analysis an;
-	char err[512], *cmd;
-	const char *dir;
+	char *cmd;
 
-	if (!pol) {
-		dir = getenv("HS_FUZZ_POLICY");
-		if (!dir)
-			dir = HS_FUZZ_POLICY_DIR;
-		if (hs_policy_load(&pol, &dir, 1, NULL, err, sizeof(err)))
-			abort();
-	}
 	cmd = malloc(size + 1);
 	if (!cmd)
 		return 0;

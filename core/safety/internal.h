@@ -297,6 +297,11 @@ struct hs_actx {
 #define HS_ANALYSE_MAX_STEPS 20000
 
 void hs_actx_opaque(struct hs_actx *x, const char *reason);
+/*
+ * Turn out's findings and opacity into its verdict: an opaque input in
+ * host context gets the "opaque" finding (shown as its argv_norm).
+ */
+void hs_analysis_finish(struct hs_analysis *out, enum hs_context ctx, const char *shown);
 /* NAME=VALUE words whose value a shell runs or expands later (PROMPT_COMMAND, PS4, BASH_ENV...). */
 void hs_analyse_env_code(struct hs_actx *x, const char *const *env, int n);
 /* Parse text and analyse it; adds what ran to produced (may be NULL). */
@@ -319,6 +324,12 @@ int hs_is_glob(const char *s);
  * return 0 when argv[0] is not a wrapper.
  */
 int hs_resolve_wrapper(struct hs_actx *x, struct hs_cmd *c, struct hs_progset *produced);
+/*
+ * Decode the backslash escape at s[0] (n bytes left) of a string literal:
+ * \n, \t, ..., \xHH, \NNN, \uHHHH, \u{H}, \UHHHHHHHH.  Writes one byte to
+ * *out ('?' for a character past ASCII) and returns the bytes consumed.
+ */
+size_t hs_unescape(const char *s, size_t n, char *out);
 /* Scan interpreter code (lang "python", "perl", "ruby", "node", "php") for shell commands it runs. */
 void hs_interp_scan(struct hs_actx *x, const char *lang, const char *code, const struct hs_cmd *c,
 		    struct hs_progset *produced);

@@ -76,6 +76,63 @@ in_names(const char *id, size_t len, const char *const *l, size_t max)
 	return 0;
 }
 
+static int
+hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t
+hs_unescape(const char *s, size_t n, char *out)
+{
+	static const char simple[] = "n\nt\tr\r0\0a\ab\bf\fv\ve\033";
+	unsigned long v = 0;
+	size_t i = 1, max = 0;
+	const char *p;
+
+	if (n < 2) {
+		*out = s[0];
+		return 1;
+	}
+	if (s[1] == 'x')
+		max = 2;
+	else if (s[1] == 'u')
+		max = 4;
+	else if (s[1] == 'U')
+		max = 8;
+	if (max) {
+		/* \xHH, \uHHHH, \u{H...} (JavaScript), \UHHHHHHHH (Python). */
+		int brace = s[1] == 'u' && n > 2 && s[2] == '{';
+
+		i = brace ? 3 : 2;
+		for (; i < n && (brace || i < 2 + max) && hexval(s[i]) >= 0; i++)
+			v = v * 16 + (unsigned long)hexval(s[i]);
+		if (brace && i < n && s[i] == '}')
+			i++;
+		if (i == 2 || (brace && i == 3)) {
+			*out = s[1];
+			return 2;
+		}
+		/* Past ASCII it names no program or option: one stand-in byte. */
+		*out = v < 0x80 ? (char)v : '?';
+		return i;
+	}
+	if (s[1] >= '0' && s[1] <= '7' && n > 2 && s[2] >= '0' && s[2] <= '7') {
+		/* Octal \NNN (Perl, Ruby, PHP, Python, old JavaScript). */
+		for (; i < n && i < 4 && s[i] >= '0' && s[i] <= '7'; i++)
+			v = v * 8 + (unsigned long)(s[i] - '0');
+		*out = v < 0x80 ? (char)v : '?';
+		return i;
+	}
+	for (p = simple; *p; p += 2)
+		if (*p == s[1]) {
+			*out = p[1];
+			return 2;
+		}
+	*out = s[1];
+	return 2;
+}
+
 /* Decode a string literal at sc->i into buf; returns 1 when one was read. */
 static int
 read_literal(struct hs_actx *x, struct scan *sc, const char **out)
@@ -99,10 +156,7 @@ read_literal(struct hs_actx *x, struct scan *sc, const char **out)
 		char c = sc->s[sc->i];
 
 		if (c == '\\' && sc->i + 1 < sc->n) {
-			char d = sc->s[sc->i + 1];
-
-			buf[len++] = d == 'n' ? '\n' : d == 't' ? '\t' : d;
-			sc->i += 2;
+			sc->i += hs_unescape(sc->s + sc->i, sc->n - sc->i, buf + len++);
 			continue;
 		}
 		if (c == q) {
@@ -147,6 +201,10 @@ read_call(struct hs_actx *x, struct scan *sc, struct call *cl)
 	memset(cl, 0, sizeof(*cl));
 	while (sc->i < sc->n && (sc->s[sc->i] == ' ' || sc->s[sc->i] == '\t'))
 		sc->i++;
+	/* "f\n(...)" inside brackets is still a call; a bare newline ends a Perl or Ruby one. */
+	for (size_t j = sc->i; j < sc->n && strchr(" \t\r\n", sc->s[j]); j++)
+		if (sc->s[j + 1] == '(')
+			sc->i = j + 1;
 	paren = sc->i < sc->n && sc->s[sc->i] == '(';
 	if (paren) {
 		sc->i++;
@@ -223,6 +281,15 @@ run_call(struct hs_actx *x, const struct call *cl, struct hs_progset *produced)
 	if (cl->nlits == 1 && !cl->list) {
 		hs_analyse_script(x, cl->lits[0], strlen(cl->lits[0]), NULL, produced);
 		return;
+	}
+	if (!cl->list) {
+		/* Pieces joined into one command: "rm -rf " "/" or "rm -rf " + "/". */
+		for (k = 0; k < cl->nlits; k++)
+			for (s = cl->lits[k]; *s && pos + 1 < sizeof(buf); s++)
+				buf[pos++] = *s;
+		if ((s = hs_arena_strndup(x->a, buf, pos)))
+			hs_analyse_script(x, s, pos, NULL, produced);
+		pos = 0;
 	}
 	/* An argv list: quote each element so it stays one word. */
 	for (k = 0; k < cl->nlits; k++) {
@@ -384,7 +451,8 @@ hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const 
 			if (in_names(sc.s + st, len, shell_calls[sc.lang], 16)) {
 				size_t save = sc.i;
 
-				while (save < sc.n && (sc.s[save] == ' ' || sc.s[save] == '\t'))
+				/* Inside brackets a call may continue on the next line. */
+				while (save < sc.n && strchr(" \t\r\n", sc.s[save]))
 					save++;
 				if (save < sc.n && (sc.s[save] == '(' ||
 				    ((sc.lang == L_PERL || sc.lang == L_RUBY) && (sc.s[save] == '\'' || sc.s[save] == '"')))) {
@@ -404,8 +472,18 @@ hs_interp_scan(struct hs_actx *x, const char *langname, const char *code, const 
 			} else if ((len == 4 && (!memcmp(sc.s + st, "exec", 4) || !memcmp(sc.s + st, "eval", 4))) &&
 				   sc.lang != L_PERL) {
 				read_call(x, &sc, &cl);
-				if (!cl.nlits && cl.nonlit)
+				if (cl.nonlit)
 					hs_actx_opaque(x, "interpreter evaluates code built at run time");
+				/* exec("import os; os.system(...)"): the literal is code of the same language. */
+				for (int k = 0; k < cl.nlits; k++) {
+					if (x->depth >= HS_ANALYSE_MAX_DEPTH) {
+						hs_actx_opaque(x, "code nested too deeply to analyse");
+						break;
+					}
+					x->depth++;
+					hs_interp_scan(x, langname, cl.lits[k], c, produced);
+					x->depth--;
+				}
 			}
 			continue;
 		}

@@ -7,7 +7,8 @@ core_safety_libhssafety_a_SOURCES = \
 	core/safety/arena.c core/safety/arena.h \
 	core/safety/shell/shparse.h core/safety/shell/lex.c core/safety/shell/parse.c core/safety/shell/parse-redir.c \
 	core/safety/internal.h core/safety/safety.h \
-	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c \
+	core/safety/analyse.c core/safety/resolve.c core/safety/interp.c core/safety/stdin.c \
+	core/safety/stdin-views.c core/safety/stdin-views.h \
 	core/safety/match.c core/safety/pred.c core/safety/sql.c core/safety/policy.c \
 	core/safety/policy-index.c core/safety/getopt.c \
 	core/safety/mounts.c core/safety/mounts.h \
@@ -23,7 +24,8 @@ core_safety_libhssafety_a_CFLAGS = $(AM_CFLAGS) $(LIBCONFIG_CFLAGS) $(YAJL_CFLAG
 HS_SAFETY_LIBS = core/safety/libhssafety.a $(LIBCONFIG_LIBS) $(YAJL_LIBS)
 
 hs_safety_tests = tests/safety/test-analyse tests/safety/test-corpus \
-	tests/safety/test-mounts tests/safety/test-approval tests/safety/test-credentials
+	tests/safety/test-mounts tests/safety/test-approval tests/safety/test-credentials \
+	tests/safety/test-stdin
 check_PROGRAMS += $(hs_safety_tests) tests/safety/hs-analyse
 TESTS += $(hs_safety_tests)
 
@@ -36,6 +38,10 @@ tests_safety_test_analyse_LDADD = $(hs_safety_test_ldadd)
 tests_safety_test_corpus_SOURCES = tests/safety/test-corpus.c tests/safety/common.h
 tests_safety_test_corpus_CFLAGS = $(hs_safety_test_cflags)
 tests_safety_test_corpus_LDADD = $(hs_safety_test_ldadd)
+tests_safety_test_stdin_SOURCES = tests/safety/test-stdin.c tests/safety/common.h core/safety/fuzz-stdin.c
+tests_safety_test_stdin_CFLAGS = $(hs_safety_test_cflags) -DHS_FUZZ_NO_MAIN \
+	-DHS_STDIN_SEEDS='"$(abs_top_srcdir)/tests/fuzz/corpus/stdin"'
+tests_safety_test_stdin_LDADD = $(hs_safety_test_ldadd)
 tests_safety_test_mounts_SOURCES = tests/safety/test-mounts.c
 tests_safety_test_mounts_CFLAGS = $(hs_safety_test_cflags)
 tests_safety_test_mounts_LDADD = $(hs_safety_test_ldadd)
@@ -62,14 +68,17 @@ bench-analyse: bench/analyse-bench$(EXEEXT)
 		$(top_srcdir)/tests/safety/everyday.txt $(top_srcdir)/tests/safety/agent.txt
 	$(AM_V_at)rm -rf bench/.policy
 
-# libFuzzer target (clang), built and run by `make fuzz` (tests/fuzz/local.mk).
+# libFuzzer targets over the whole analyser (clang), built and run by `make fuzz`
+# (tests/fuzz/local.mk): $(call fuzz_safety,NAME) builds core/safety/fuzz-NAME.c
+# and runs it over tests/fuzz/corpus/NAME.
+fuzz_safety = $(FUZZ_CC) $(FUZZ_FLAGS) \
+	-DHS_FUZZ_POLICY_DIR='"$(abs_top_srcdir)/policy"' \
+	$(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS) -o core/safety/fuzz-$(1) \
+	$(addprefix $(top_srcdir)/,$(filter %.c,$(core_safety_libhssafety_a_SOURCES))) $(top_srcdir)/core/safety/fuzz-$(1).c \
+	$(LIBCONFIG_LIBS) $(YAJL_LIBS) && \
+	$(FUZZ_RUN) $(1) core/safety/fuzz-$(1) $(top_srcdir)/tests/fuzz/corpus/$(1)
 fuzz-analyse: $(core_safety_libhssafety_a_SOURCES) core/safety/fuzz-analyse.c
-	$(FUZZ_CC) $(FUZZ_FLAGS) \
-		-DHS_FUZZ_POLICY_DIR='"$(abs_top_srcdir)/policy"' \
-		$(LIBCONFIG_CFLAGS) $(YAJL_CFLAGS) -o core/safety/fuzz-analyse \
-		$(addprefix $(top_srcdir)/,$(filter %.c,$(core_safety_libhssafety_a_SOURCES))) $(top_srcdir)/core/safety/fuzz-analyse.c \
-		$(LIBCONFIG_LIBS) $(YAJL_LIBS)
-	$(FUZZ_RUN) analyse core/safety/fuzz-analyse $(top_srcdir)/tests/fuzz/corpus/analyse
+	$(call fuzz_safety,analyse)
 
 # libFuzzer target for the token-file reader (make fuzz-toml; see tests/fuzz/local.mk).
 FUZZ_TARGETS += fuzz-toml
@@ -78,7 +87,13 @@ fuzz-toml: core/safety/toml.c core/safety/fuzz-toml.c
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o core/safety/fuzz-toml $(addprefix $(top_srcdir)/,$^)
 	$(FUZZ_RUN) toml core/safety/fuzz-toml $(top_srcdir)/tests/fuzz/corpus/toml
 
-.PHONY: bench-analyse fuzz-analyse fuzz-toml
+# libFuzzer target for the terminal input guard (make fuzz-stdin).
+FUZZ_TARGETS += fuzz-stdin
+CLEANFILES += core/safety/fuzz-stdin
+fuzz-stdin: $(core_safety_libhssafety_a_SOURCES) core/safety/fuzz-stdin.c
+	$(call fuzz_safety,stdin)
+
+.PHONY: bench-analyse fuzz-analyse fuzz-toml fuzz-stdin
 
 policydir = $(datadir)/hs/policy
 dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.rules \
@@ -88,6 +103,6 @@ dist_policy_DATA = policy/00-common.rules policy/filesystem.rules policy/system.
 	policy/wrappers.rules policy/run-time-targets.rules
 dist_policy_DATA += policy/env-hooks.rules policy/host-state.rules
 dist_man_MANS += man/hs-policy.5
-EXTRA_DIST += tests/fuzz/corpus/toml
-EXTRA_DIST += core/safety/fuzz-analyse.c tests/safety/dangerous.txt tests/safety/everyday.txt \
+EXTRA_DIST += tests/fuzz/corpus/toml tests/fuzz/corpus/stdin
+EXTRA_DIST += core/safety/fuzz-analyse.c core/safety/fuzz-stdin.c core/safety/fuzz-policy.h tests/safety/dangerous.txt tests/safety/everyday.txt \
 	tests/safety/agent.txt tests/safety/hermes.txt

@@ -77,6 +77,47 @@ struct hs_analysis {
 int hs_analyse(const struct hs_policy *p, const char *command, enum hs_context ctx,
 	       struct hs_analysis *out);
 
+/*
+ * Input written to a program's terminal (a PTY job, a REPL), judged before
+ * it is delivered.  A guard keeps one job's pending input - the line being
+ * typed, an unfinished shell construct - across writes.
+ */
+struct hs_stdin_guard;
+
+/* The longest single write hs_stdin_analyse() judges; longer ones are denied. */
+#define HS_STDIN_MAX_WRITE ((size_t)64 << 10)
+
+/* A guard with nothing pending, or NULL when out of memory. */
+struct hs_stdin_guard *hs_stdin_guard_new(void);
+/* Free a guard; NULL is fine. */
+void hs_stdin_guard_free(struct hs_stdin_guard *g);
+/*
+ * What buf[0..n) would make the program behind the terminal run, given
+ * what g holds pending; g is not changed.  Every line the bytes complete
+ * is judged as a shell command (unfinished constructs wait for their
+ * end), as interpreter code (Python, Perl, Ruby, Node, PHP) and through
+ * shell escapes ("!cmd", ":!cmd", "shell cmd"); the most severe verdict
+ * wins.  Line editing it cannot follow (cursor and meta keys, completion,
+ * history, non-ASCII bytes, NUL) makes the input opaque (rule "opaque" in
+ * host context, as in hs_analyse()) until a ^C discards it, but a hardline
+ * match in the text, edited or as typed, still denies.  A write over
+ * HS_STDIN_MAX_WRITE, or a line over 16 KiB, is denied (rule
+ * "stdin.too-long").  buf NULL (n 0) is the end of input (stdin closed):
+ * a program reading a pipe runs its last line without a newline, so the
+ * pending input is judged as complete.  Fills out and returns 0; -1 for
+ * invalid arguments.
+ */
+int hs_stdin_analyse(const struct hs_stdin_guard *g, const struct hs_policy *p, enum hs_context ctx,
+		     const void *buf, size_t n, struct hs_analysis *out);
+/*
+ * buf[0..n) as one line of text to show a person or an audit log: bytes
+ * other than printable ASCII, and backslash, as \xHH.  Stops early rather
+ * than overflow out (4 * n + 1 bytes always fit).  Returns the length.
+ */
+size_t hs_stdin_shown(const void *buf, size_t n, char *out, size_t outlen);
+/* Record that buf[0..n) was delivered (buf NULL: stdin was closed): the pending input moves on. */
+void hs_stdin_guard_commit(struct hs_stdin_guard *g, const void *buf, size_t n);
+
 /* "allow", "ask" or "deny". */
 const char *hs_verdict_name(enum hs_verdict v);
 

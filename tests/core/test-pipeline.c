@@ -284,6 +284,64 @@ test_ask_and_session_grant(void **state)
 	hs_core_free(&core);
 }
 
+/*
+ * Bytes written to a job's terminal pass the same gate as a command: a
+ * hardline line is denied without a question, a dangerous one is asked and
+ * a "session" grant covers it again, an opaque one is never granted by
+ * approve mode; each decision is audited as a stdin write of its job, and
+ * an allowed write's bytes (maybe a password) are not recorded.
+ */
+static void
+test_stdin_gate(void **state)
+{
+	struct hs_session s;
+	struct hs_approval_out v;
+	struct hs_stdin_guard *g = hs_stdin_guard_new();
+	(void)state;
+	assert_non_null(g);
+	core_up(NULL);
+	open_session(&s, HS_APPROVAL_ASK);
+	asked = 0;
+	answer = HS_DECIDE_SESSION;
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j7", "rm -rf /\n", 9, &v), 0);
+	assert_int_equal(asked, 0);
+	assert_string_equal(v.decision, "deny");
+	assert_non_null(strstr(audit_text(), "\"command\":\"rm -rf /\\\\x0a\""));
+	assert_non_null(strstr(audit_text(), "\"kind\":\"stdin\",\"job\":\"j7\""));
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j7", "s3cret\n", 7, &v), 1);
+	assert_string_equal(v.decision, "auto");
+	assert_null(strstr(audit_text(), "s3cret"));
+	assert_non_null(strstr(audit_text(), "(7 bytes written to the terminal, not recorded)"));
+	/* Split over writes; refused once, so the guard still holds the line. */
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j7", "git push --force", 16, &v), 1);
+	answer = HS_DECIDE_DENY;
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j7", "\n", 1, &v), 0);
+	assert_int_equal(asked, 1);
+	answer = HS_DECIDE_SESSION;
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j7", "\n", 1, &v), 1);
+	assert_int_equal(asked, 2);
+	assert_int_equal(hs_session_stdin_gate(&s, g, NULL, "git push --force\n", 17, &v), 1);
+	assert_int_equal(asked, 2);
+	assert_string_equal(v.decision, "session");
+	hs_session_close(&s, 0, NULL, 0);
+	hs_session_free(&s);
+	/* Approve mode grants what it can read, never cursor keys. */
+	open_session(&s, HS_APPROVAL_APPROVE);
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j8", "git push --force\n", 17, &v), 1);
+	assert_string_equal(v.decision, "approve");
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j8", "\x1b[A\n", 4, &v), 0);
+	assert_non_null(strstr(v.why, "cannot read"));
+	/* Closing stdin ends the last line: gated as well. */
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j8", "rm -rf /", 8, &v), 1);
+	assert_int_equal(hs_session_stdin_gate(&s, g, "j8", NULL, 0, &v), 0);
+	assert_string_equal(v.decision, "deny");
+	assert_non_null(strstr(audit_text(), "\"command\":\"(end of input)\""));
+	hs_session_close(&s, 0, NULL, 0);
+	hs_session_free(&s);
+	hs_stdin_guard_free(g);
+	hs_core_free(&core);
+}
+
 static void
 test_mode_resolve(void **state)
 {
@@ -425,6 +483,7 @@ main(void)
 		cmocka_unit_test(test_denied_never_runs),
 		cmocka_unit_test(test_audit_fails_closed),
 		cmocka_unit_test(test_ask_and_session_grant),
+		cmocka_unit_test(test_stdin_gate),
 		cmocka_unit_test(test_mode_resolve),
 		cmocka_unit_test(test_backend_risk),
 		cmocka_unit_test(test_handoff),

@@ -227,6 +227,20 @@ test_interpreters(void **s)
 	DENY("php -r 'shell_exec(\"rm -rf /\");'");
 	DENY("python3 - <<'EOF'\nimport os\nos.system('rm -rf /')\nEOF");
 	ASK("python3 -c 'import os; os.system(cmd)'");
+	/* A command given in pieces that the language joins into one string. */
+	DENY("python3 -c 'import os; os.system(\"rm -rf \" \"/\")'");
+	DENY("python3 -c 'import os; os.system(\"rm -rf \" + \"/\")'");
+	DENY("perl -e 'system(\"rm -rf \" . \"/\")'");
+	/* Code run as code: exec() and eval() of a literal. */
+	DENY("python3 -c 'exec(\"import os; os.system(\\\"rm -rf /\\\")\")'");
+	DENY("node -e 'eval(\"require(`child_process`).execSync(`rm -rf /`)\")'");
+	DENY("python3 -c '[os.system\n(\"rm -rf /\")]'");
+	ASK("python3 -c 'exec(open(\"x.py\").read())'");
+	/* Escapes in a literal are what the program sees. */
+	DENY("python3 -c 'import os; os.system(\"\\x72m -rf /\")'");
+	DENY("perl -e 'system(\"\\162m -rf /\")'");
+	DENY("node -e 'require(\"child_process\").execSync(\"\\u0072m -rf /\")'");
+	DENY("node -e 'require(\"child_process\").execSync(\"\\u{72}m -rf \\x2f\")'");
 	ALLOW("python3 -c 'print(1)'");
 	ALLOW("python3 -c \"import json; print(json.dumps({'rm': '-rf /'}))\"");
 }

@@ -108,7 +108,7 @@ test_audit(void **state)
 	char path[] = "/tmp/hs-audit.XXXXXX", err[256], buf[4096], *line;
 	const char *rules[] = { "fs.rm-root", "opaque" };
 	struct hs_audit_record r = { 1700000000123LL, "s1", "local", "rm -rf / \"quoted\"\n\xff", "deny", rules, 2,
-				     "deny", "mode:deny", 1, 77, 5, NULL };
+				     "deny", "mode:deny", 1, 77, 5, NULL, NULL, NULL };
 	yajl_val v, f;
 	const char *p_cmd[] = { "command", NULL }, *p_exit[] = { "exit_code", NULL }, *p_rules[] = { "rules", NULL };
 	int fd, tfd;
@@ -154,6 +154,17 @@ test_audit(void **state)
 	yajl_tree_free(v);
 	assert_null(strtok(NULL, "\n"));
 	unlink(path);
+
+	/* A stdin write says so, and which job; a command record has no such keys. */
+	char *rec;
+	assert_true(hs_audit_format(&r, &rec) > 0);
+	assert_null(strstr(rec, "\"kind\""));
+	free(rec);
+	r.kind = "stdin";
+	r.job = "j1";
+	assert_true(hs_audit_format(&r, &rec) > 0);
+	assert_non_null(strstr(rec, "\"kind\":\"stdin\",\"job\":\"j1\""));
+	free(rec);
 }
 
 struct sink {

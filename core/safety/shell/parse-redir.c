@@ -27,6 +27,8 @@ read_heredoc(struct hs_sh_parser *p, struct hs_sh_heredoc *h)
 	size_t ls, le, next, cap = 0, len = 0;
 	char *body = NULL, *nb;
 
+	/* Cleared when the delimiter line is found: bash keeps reading until then. */
+	p->hd_open = 1;
 	while (p->i < p->n) {
 		ls = p->i;
 		le = ls;
@@ -37,8 +39,10 @@ read_heredoc(struct hs_sh_parser *p, struct hs_sh_heredoc *h)
 			while (ls < le && p->s[ls] == '\t')
 				ls++;
 		p->i = next;
-		if (le - ls == h->dlen && !memcmp(p->s + ls, h->delim, h->dlen))
+		if (le - ls == h->dlen && !memcmp(p->s + ls, h->delim, h->dlen)) {
+			p->hd_open = 0;
 			break;
+		}
 		if (len + (le - ls) + 2 > cap) {
 			cap = (len + (le - ls) + 2) * 2;
 			nb = hs_arena_alloc(p->a, cap);

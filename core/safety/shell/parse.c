@@ -821,3 +821,39 @@ hs_sh_parse(struct hs_arena *a, const char *src, size_t len, int depth, const ch
 	}
 	return root;
 }
+
+/* Messages of failures that more input could mend: bash would read another line. */
+static int
+unfinished(const char *msg)
+{
+	if (!strncmp(msg, "unterminated ", 13))
+		return 1;
+	return !strncmp(msg, "missing ", 8) && strcmp(msg, "missing redirection target") != 0;
+}
+
+int
+hs_sh_parse_state(struct hs_arena *a, const char *src, size_t len, const char **errmsg)
+{
+	struct hs_sh_parser p;
+	size_t bs = 0;
+
+	/* A line ending in an odd number of backslashes continues on the next. */
+	while (bs < len && src[len - 1 - bs] == '\\')
+		bs++;
+	if (bs % 2)
+		return 1;
+	hs_sh_parser_init(&p, a, src, len, 0);
+	if (!p.err)
+		hs_sh_parse_list(&p, 0);
+	if (!p.err) {
+		skip_ws_nl(&p);
+		if (p.i < p.n)
+			hs_sh_fail(&p, p.s[p.i] == ')' ? "unexpected ')'" : "unexpected ';;'");
+	}
+	if (p.err) {
+		*errmsg = p.errmsg;
+		return unfinished(p.errmsg) ? 1 : -1;
+	}
+	/* A heredoc still waiting for its body (no newline yet) or for its delimiter. */
+	return p.hd_head || p.hd_open ? 1 : 0;
+}

@@ -122,6 +122,7 @@ struct hs_sh_parser {
 	struct hs_sh_heredoc **hd_tail;
 	struct hs_sh_var *vars;  /* literal assignments seen so far */
 	int ifs_set;             /* IFS assigned: word splitting is unknown */
+	int hd_open;             /* a heredoc's delimiter line was not reached */
 };
 
 /*
@@ -130,6 +131,13 @@ struct hs_sh_parser {
  * well-formed script or exceeds the limits.
  */
 struct hs_sh_node *hs_sh_parse(struct hs_arena *a, const char *src, size_t len, int depth, const char **errmsg);
+/*
+ * How far src[0..len) is from a complete script, as an interactive bash
+ * reads it line by line: 0 complete, 1 unfinished (an open quote, compound
+ * command, substitution, heredoc, or a trailing '|', '&&', '||' or
+ * backslash: bash reads another line), -1 a syntax error (with *errmsg).
+ */
+int hs_sh_parse_state(struct hs_arena *a, const char *src, size_t len, const char **errmsg);
 
 /* parse.c, parse-redir.c and lex.c share these. */
 void hs_sh_parser_init(struct hs_sh_parser *p, struct hs_arena *a, const char *s, size_t n, int depth);
