@@ -33,6 +33,9 @@ void hsr_cmd_free(struct hsr_cmd *cmd)
 		hsr_spool_close(&cmd->sp[s]);
 	}
 	close_fd(&cmd->stdin_fd);
+	close_fd(&cmd->pty_fd);
+	free(cmd->pty_cmd);
+	free(cmd->pty_feed);
 	/* Closing the control pipe tells a still running shim to kill the
 	 * command: nobody is left to collect its output. */
 	close_fd(&cmd->ctl_fd);
@@ -83,6 +86,18 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 		goto out;
 	}
 	cmd->report_wait = (req->flags & HSR_EXEC_REPORT_WAIT) != 0;
+	cmd->pty_fd = -1;
+	if (req->flags & HSR_EXEC_PTY) {
+		cmd->pty = 1;
+		cmd->rows = req->rows;
+		cmd->cols = req->cols;
+		cmd->pty_deadline_ms = req->deadline_ms;
+	}
+	if ((req->flags & HSR_EXEC_SESSION) && cmd->pty && req->argv[1] &&
+	    !(cmd->pty_cmd = strdup(req->argv[1]))) {
+		hsr_conn_error(c, req->id, HSR_E_LIMIT, "out of memory");
+		goto fail;
+	}
 	if (req->flags & HSR_EXEC_SESSION) {
 		if (!req->argv[1] || !req->argv[2] || !req->argv[3]) {
 			hsr_conn_error(c, req->id, HSR_E_PROTO, "malformed session exec request");
@@ -102,6 +117,28 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 		d->cmds = cmd;
 		hsr_shell_exec(d, c, req, cmd);
 		return;
+	}
+	if (cmd->pty) {
+		char why[512];
+
+		cmd->id = req->id;
+		cmd->owner = c;
+		cmd->credit = req->credit;
+		cmd->grace_ms = req->grace_ms;
+		for (int s = 0; s <= 3; s++)
+			cmd->pipe_fd[s] = -1;
+		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;
+		if (hsr_pty_spawn(d, cmd, req->argv, req->envp,
+				  (req->flags & HSR_EXEC_MERGE_ENV) != 0, req->cwd, why,
+				  sizeof(why)) < 0) {
+			hsr_conn_error(c, req->id, HSR_E_EXEC, "%s", why);
+			goto fail;
+		}
+		for (int s = 1; s <= 3; s++)
+			hsr_spool_init(&cmd->sp[s], s == 3 ? 0 : req->head, s == 3 ? 0 : req->tail);
+		cmd->next = d->cmds;
+		d->cmds = cmd;
+		goto out;
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
 	    pipe2(ctl, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 ||
@@ -170,6 +207,8 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	d->cmds = cmd;
 	goto out;
 fail:
+	if (cmd)
+		free(cmd->pty_cmd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&out[i]);
 		close_fd(&err[i]);
@@ -229,6 +268,9 @@ static int write_stdin(struct hsr_cmd *cmd)
  * its stdin until it starts (hsr_cmd_stdin_kick). */
 static int stdin_waits(const struct hsr_cmd *cmd)
 {
+	/* A terminal command of the session: until its terminal exists. */
+	if (cmd->pty && cmd->session && !cmd->done)
+		return 1;
 	return cmd->session && cmd->req && !cmd->done && cmd->stdin_fd < 0 &&
 	       (cmd->req->flags & HSR_EXEC_STDIN_PIPE);
 }
@@ -243,7 +285,14 @@ void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_
 {
 	if ((cmd->stdin_fd < 0 && !stdin_waits(cmd)) || cmd->stdin_eof)
 		return; /* stdin is /dev/null, closed, or the command is gone */
-	if (eof) {
+	if (eof && cmd->pty) {
+		/* A terminal has no end of its input: its EOF character makes
+		 * a read at the start of a line return nothing. */
+		uint8_t veof = hsr_pty_veof(cmd);
+
+		hsr_buf_put(&cmd->stdin_buf, &veof, 1);
+		cmd->stdin_conn = c;
+	} else if (eof) {
 		cmd->stdin_eof = 1;
 	} else {
 		/* Compact before the buffer would grow, so its size stays
@@ -295,6 +344,9 @@ void hsr_cmd_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint
 	uint8_t msg[5] = { op, (uint8_t)arg, (uint8_t)(arg >> 8), (uint8_t)(arg >> 16),
 			   (uint8_t)(arg >> 24) };
 
+	/* On a terminal a signal is for what runs in its foreground. */
+	if (op == HSR_SHIM_SIGNAL && hsr_pty_signal(cmd, (int)arg) == 0)
+		return;
 	if (cmd->session) {
 		hsr_shell_control(d, cmd, op, arg);
 		return;
@@ -423,6 +475,7 @@ static void read_status(struct hsr_cmd *cmd)
 	close_fd(&cmd->status_fd);
 	/* The command is over; its stdin has no reader that matters. */
 	stdin_drop(cmd);
+	close_fd(&cmd->pty_fd);
 }
 
 static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
@@ -468,6 +521,8 @@ void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *
 			continue;
 		if (pfd[i].fd == cmd->status_fd) {
 			read_status(cmd);
+			if (cmd->done)
+				hsr_pty_cleanup(d, cmd);
 			continue;
 		}
 		if (pfd[i].fd == cmd->stdin_fd) {
