@@ -106,6 +106,8 @@ struct hs_cmd_req {
 	int stdin_pipe;               /* the sink gives stdin */
 	int keep_state;               /* write the shell's state back (foreground in a session) */
 	int background;               /* start a job instead (serve) */
+	int stdin_open;               /* background: stdin a pipe left open for write_stdin */
+	uint16_t pty_rows, pty_cols;  /* both set: on a pseudo-terminal of this size */
 	int64_t handoff_ms;           /* bounded: still running after this long, it goes on as a
 	                                 job (res->out.job); 0: never */
 	/* Called just before the command starts (1) and when it ended (0), after approval. */
@@ -144,6 +146,18 @@ int hs_session_gate(struct hs_session *s, const char *command, struct hs_approva
  */
 int hs_session_file_gate(struct hs_session *s, const char *path, int put,
                          struct hs_approval_out *out);
+
+/*
+ * The stdin gate: what is written into a running job's stdin (a terminal,
+ * a REPL) is judged like a command before it is delivered.  g is the job's
+ * own state (a line may come in pieces).  Returns 1 to deliver buf, 0
+ * refused (out->why; nothing of buf may be delivered).
+ */
+struct hs_stdin_guard;
+struct hs_stdin_guard *hs_stdin_guard_new(void);
+void hs_stdin_guard_free(struct hs_stdin_guard *g);
+int hs_session_stdin_gate(struct hs_session *s, struct hs_stdin_guard *g, const void *buf, size_t n,
+                          struct hs_approval_out *out);
 
 /* A job's state as JSON fields into an open map: running, exit (once done), byte counts. */
 void hs_job_state_json(yajl_gen g, const struct hs_job *j);
