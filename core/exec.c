@@ -648,8 +648,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	}
 	sent_exec = 1;
 	while (!done) {
-		struct pollfd pf[3];
-		int np = 0, ti = -1, timeout = 1000;
+		struct pollfd pf[4];
+		int np = 0, ti = -1, wi = -1, timeout = 1000;
 		if (h.job && !cancel_sent) {
 			int64_t left = o->handoff_ms - (hs_now_ms() - start);
 			if (left <= 0) {
@@ -670,6 +670,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			}
 			if (sink && sink->cancel_fd >= 0 && !cancel_sent) {
 				pf[np++] = (struct pollfd){ sink->cancel_fd, POLLIN, 0 };
+			}
+			if (sink && sink->resize && spec.pty_rows) {
+				wi = np;
+				pf[np++] = (struct pollfd){ sink->resize_fd, POLLIN, 0 };
 			}
 			if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR) {
 				snprintf(err, errlen, "poll: %s", strerror(errno));
@@ -694,6 +698,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				goto out;
 			}
 		}
+		uint16_t rows, cols;
+		if (wi >= 0 && (pf[wi].revents & POLLIN) && sink->resize(sink->ctx, &rows, &cols))
+			hsr_client_resize(cn->rc, id, rows, cols);
 		if (ti >= 0 && (pf[ti].revents & (POLLIN | POLLHUP | POLLERR))) {
 			char buf[65536];
 			long n = sink->input(sink->ctx, buf, sizeof(buf));

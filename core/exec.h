@@ -53,6 +53,10 @@ struct hs_sink_ops {
 	 * pending; prompt is the last line of its output (redacted).  Called
 	 * once per wait. */
 	void (*waiting)(void *ctx, const char *prompt);
+	/* Optional, for a PTY command: resize_fd is poll()ed (only when resize is
+	 * set); once readable, resize says whether the window changed and to what. */
+	int (*resize)(void *ctx, uint16_t *rows, uint16_t *cols);
+	int resize_fd;
 };
 
 /* A sink behind a redactor: hs_redact_sink_emit passes redacted bytes on. */
