@@ -57,6 +57,27 @@ static uint64_t peek_id(const uint8_t *p, size_t len)
 	return hsr_get_u64(&r);
 }
 
+/* The fields of a new command without a shim of its own yet (the session
+ * shell's, or a terminal command whose descriptors are set), linked in. */
+static void cmd_setup(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_exec_req *req,
+		      struct hsr_cmd *cmd)
+{
+	cmd->id = req->id;
+	cmd->owner = c;
+	cmd->credit = req->credit;
+	cmd->grace_ms = req->grace_ms;
+	if (cmd->pty_fd < 0) { /* not a terminal already opened */
+		for (int s = 0; s <= 3; s++)
+			cmd->pipe_fd[s] = -1;
+		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;
+	}
+	hsr_spool_init(&cmd->sp[1], req->head, req->tail);
+	hsr_spool_init(&cmd->sp[2], req->head, req->tail);
+	hsr_spool_init(&cmd->sp[3], 0, 0);
+	cmd->next = d->cmds;
+	d->cmds = cmd;
+}
+
 void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, size_t len)
 {
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 };
@@ -103,41 +124,24 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 			hsr_conn_error(c, req->id, HSR_E_PROTO, "malformed session exec request");
 			goto fail;
 		}
-		cmd->id = req->id;
-		cmd->owner = c;
-		cmd->credit = req->credit;
-		cmd->grace_ms = req->grace_ms;
-		for (int s = 0; s <= 3; s++)
-			cmd->pipe_fd[s] = -1;
-		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;
-		hsr_spool_init(&cmd->sp[1], req->head, req->tail);
-		hsr_spool_init(&cmd->sp[2], req->head, req->tail);
-		hsr_spool_init(&cmd->sp[3], 0, 0);
-		cmd->next = d->cmds;
-		d->cmds = cmd;
+		cmd_setup(d, c, req, cmd);
 		hsr_shell_exec(d, c, req, cmd);
 		return;
 	}
 	if (cmd->pty) {
 		char why[512];
 
-		cmd->id = req->id;
-		cmd->owner = c;
-		cmd->credit = req->credit;
-		cmd->grace_ms = req->grace_ms;
 		for (int s = 0; s <= 3; s++)
 			cmd->pipe_fd[s] = -1;
 		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;
+		cmd->grace_ms = req->grace_ms;
 		if (hsr_pty_spawn(d, cmd, req->argv, req->envp,
 				  (req->flags & HSR_EXEC_MERGE_ENV) != 0, req->cwd, why,
 				  sizeof(why)) < 0) {
 			hsr_conn_error(c, req->id, HSR_E_EXEC, "%s", why);
 			goto fail;
 		}
-		for (int s = 1; s <= 3; s++)
-			hsr_spool_init(&cmd->sp[s], s == 3 ? 0 : req->head, s == 3 ? 0 : req->tail);
-		cmd->next = d->cmds;
-		d->cmds = cmd;
+		cmd_setup(d, c, req, cmd);
 		goto out;
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||

@@ -191,6 +191,9 @@ void hsr_pty_from_session(struct hsr_daemon *d, struct hsr_cmd *cmd, const char 
 /* Removes a session PTY command's files. */
 void hsr_pty_cleanup(struct hsr_daemon *d, struct hsr_cmd *cmd);
 
+/* shell.c: append s single-quoted for the shell / as it is. */
+void hsr_put_sq(struct hsr_buf *b, const char *s);
+void hsr_put_s(struct hsr_buf *b, const char *s);
 /* shell.c: 1 when process pid is blocked in read() on a descriptor whose
  * file has inode ino (ino 0: any) or, rdev non-zero, is that device. */
 int hsr_proc_reading(pid_t pid, unsigned long ino, unsigned long rdev);

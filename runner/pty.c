@@ -199,23 +199,6 @@ static void pty_file(const struct hsr_cmd *cmd, const char *suffix, char *buf, s
 	snprintf(buf, len, "sh.pty-%llu%s", (unsigned long long)cmd->id, suffix);
 }
 
-static void put_sq(struct hsr_buf *b, const char *s)
-{
-	hsr_buf_put(b, "'", 1);
-	for (; *s; s++) {
-		if (*s == '\'')
-			hsr_buf_put(b, "'\\''", 4);
-		else
-			hsr_buf_put(b, s, 1);
-	}
-	hsr_buf_put(b, "'", 1);
-}
-
-static void put_s(struct hsr_buf *b, const char *s)
-{
-	hsr_buf_put(b, s, strlen(s));
-}
-
 /* Ends a session PTY command that could not start, with why on stderr. */
 static void session_fail(struct hsr_daemon *d, struct hsr_cmd *cmd, const char *why)
 {
@@ -250,18 +233,18 @@ void hsr_pty_from_session(struct hsr_daemon *d, struct hsr_cmd *cmd, const char 
 	 * variables, are not the command's), none of our traps, then the
 	 * command as the agent wrote it. */
 	hsr_buf_init(&b);
-	put_s(&b, "{ \\builtin . ");
+	hsr_put_s(&b, "{ \\builtin . ");
 	snprintf(path, sizeof(path), "%s/%s", d->rd->path, state);
-	put_sq(&b, path);
-	put_s(&b, "; } 2>/dev/null\n\\builtin trap - EXIT\n");
+	hsr_put_sq(&b, path);
+	hsr_put_s(&b, "; } 2>/dev/null\n\\builtin trap - EXIT\n");
 	if (agent_trap) {
-		put_s(&b, "{ \\builtin ");
-		put_s(&b, agent_trap);
-		put_s(&b, "; } 2>/dev/null\n");
+		hsr_put_s(&b, "{ \\builtin ");
+		hsr_put_s(&b, agent_trap);
+		hsr_put_s(&b, "; } 2>/dev/null\n");
 	}
-	put_s(&b, "\\builtin unset __hs_o __hs_f __hs_i\n");
-	put_s(&b, cmd->pty_cmd ? cmd->pty_cmd : "");
-	put_s(&b, "\n");
+	hsr_put_s(&b, "\\builtin unset __hs_o __hs_f __hs_i\n");
+	hsr_put_s(&b, cmd->pty_cmd ? cmd->pty_cmd : "");
+	hsr_put_s(&b, "\n");
 	fd = openat(d->rd->dirfd, run, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (b.failed || fd < 0 || write(fd, b.data, b.len) != (ssize_t)b.len) {
 		snprintf(err, sizeof(err), "cannot write the terminal command's program: %s",
@@ -275,9 +258,9 @@ void hsr_pty_from_session(struct hsr_daemon *d, struct hsr_cmd *cmd, const char 
 	close(fd);
 	hsr_buf_free(&b);
 	hsr_buf_init(&c);
-	put_s(&c, "\\builtin . ");
+	hsr_put_s(&c, "\\builtin . ");
 	snprintf(path, sizeof(path), "%s/%s", d->rd->path, run);
-	put_sq(&c, path);
+	hsr_put_sq(&c, path);
 	hsr_buf_put(&c, "", 1);
 	if (c.failed) {
 		hsr_buf_free(&c);

@@ -135,8 +135,7 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* Appends s single-quoted for the shell. */
-static void put_sq(struct hsr_buf *b, const char *s)
+void hsr_put_sq(struct hsr_buf *b, const char *s)
 {
 	hsr_buf_put(b, "'", 1);
 	for (; *s; s++) {
@@ -148,7 +147,7 @@ static void put_sq(struct hsr_buf *b, const char *s)
 	hsr_buf_put(b, "'", 1);
 }
 
-static void put_s(struct hsr_buf *b, const char *s)
+void hsr_put_s(struct hsr_buf *b, const char *s)
 {
 	hsr_buf_put(b, s, strlen(s));
 }
@@ -159,7 +158,7 @@ static void put_path(struct hsr_daemon *d, struct hsr_buf *b, const char *name)
 	char p[4200];
 
 	snprintf(p, sizeof(p), "%s/%s", d->rd->path, name);
-	put_sq(b, p);
+	hsr_put_sq(b, p);
 }
 
 static unsigned long long now_ticks(void)
@@ -445,7 +444,7 @@ static const char ret_file[] = "\\builtin return \"$1\"\n";
  * uses are set after `declare -p` ran. */
 static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b, const char *target)
 {
-	put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
+	hsr_put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
 		 "\\builtin trap -p; \\builtin umask -p; \\builtin shopt -p; "
 		 "\\builtin printf '\\\\builtin cd -- %q\\n' \"$PWD\"; "
 		 "while IFS= \\builtin read -r __hs_o; do __hs_f=${__hs_o##*\\(}; __hs_f=${__hs_f%%\\)*}; "
@@ -456,24 +455,24 @@ static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b, const char *t
 		 "\\builtin printf '\\\\builtin set --'; \\builtin printf ' %q' \"$@\"; "
 		 "\\builtin printf '\\n'; \\builtin set +o; \\builtin printf '#end\\n'; } >|");
 	put_path(d, b, target);
-	put_s(b, " 2>/dev/null\n");
+	hsr_put_s(b, " 2>/dev/null\n");
 }
 
 /* The EXIT trap's file (sh.x): the dump, then the session's own EXIT trap. */
 static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
 {
-	put_s(b, "\\builtin . ");
+	hsr_put_s(b, "\\builtin . ");
 	put_path(d, b, "sh.d");
-	put_s(b, "\n");
+	hsr_put_s(b, "\n");
 	/* Then the session's own EXIT trap, if it set one, with $? as at exit
 	 * (sh.xt puts it back from its argument before the trap's code). */
-	put_s(b, "{ [ -r ");
+	hsr_put_s(b, "{ [ -r ");
 	put_path(d, b, "sh.xt");
-	put_s(b, " ] && \\builtin read -r __hs_st <");
+	hsr_put_s(b, " ] && \\builtin read -r __hs_st <");
 	put_path(d, b, "sh.saved");
-	put_s(b, "; } 2>/dev/null && \\builtin . ");
+	hsr_put_s(b, "; } 2>/dev/null && \\builtin . ");
 	put_path(d, b, "sh.xt");
-	put_s(b, " \"${__hs_st#\\#}\"\n");
+	hsr_put_s(b, " \"${__hs_st#\\#}\"\n");
 }
 
 static int write_file(struct hsr_daemon *d, const char *name, const void *p, size_t n)
@@ -530,17 +529,17 @@ static int open_record(struct hsr_daemon *d, struct hsr_shell *sh)
 static void put_record(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_buf *b,
 		       const char *status)
 {
-	put_s(b, "{ \\builtin printf '%s\\0' ");
-	put_s(b, status);
-	put_s(b, " \"$_\" \"$-\" \"${PWD-}\"");
+	hsr_put_s(b, "{ \\builtin printf '%s\\0' ");
+	hsr_put_s(b, status);
+	hsr_put_s(b, " \"$_\" \"$-\" \"${PWD-}\"");
 	/* After a command that may have set one: the EXIT trap, so the
 	 * agent's own is known (a command substitution sees the shell's). */
 	if (sh->trap_query)
-		put_s(b, " \"$(\\builtin trap -p EXIT)\"");
-	put_s(b, " >|");
+		hsr_put_s(b, " \"$(\\builtin trap -p EXIT)\"");
+	hsr_put_s(b, " >|");
 	put_path(d, b, sh->rec_name);
-	put_s(b, "; \\builtin set +x; } 2>");
-	put_sq(b, sh->null_path);
+	hsr_put_s(b, "; \\builtin set +x; } 2>");
+	hsr_put_sq(b, sh->null_path);
 }
 
 static void put_trap(struct hsr_daemon *d, struct hsr_buf *b)
@@ -548,12 +547,12 @@ static void put_trap(struct hsr_daemon *d, struct hsr_buf *b)
 	struct hsr_buf t;
 
 	hsr_buf_init(&t);
-	put_s(&t, "\\builtin . ");
+	hsr_put_s(&t, "\\builtin . ");
 	put_path(d, &t, "sh.x");
-	put_s(b, "{ \\builtin trap -- ");
+	hsr_put_s(b, "{ \\builtin trap -- ");
 	hsr_buf_put(&t, "", 1);
-	put_sq(b, t.failed ? "" : (const char *)t.data);
-	put_s(b, " EXIT; } 2>/dev/null; ");
+	hsr_put_sq(b, t.failed ? "" : (const char *)t.data);
+	hsr_put_s(b, " EXIT; } 2>/dev/null; ");
 	hsr_buf_free(&t);
 }
 
@@ -683,14 +682,14 @@ static int shell_start(struct hsr_daemon *d, struct hsr_shell *sh)
 	sh->feed.len = 0;
 	sh->feed_pos = 0;
 	if (restore) {
-		put_s(&sh->feed, "{ \\builtin . ");
+		hsr_put_s(&sh->feed, "{ \\builtin . ");
 		put_path(d, &sh->feed, "sh.saved");
-		put_s(&sh->feed, "; } 2>/dev/null\n");
+		hsr_put_s(&sh->feed, "; } 2>/dev/null\n");
 	}
-	put_s(&sh->feed, "{ \\builtin unset ${!HS_*}; } 2>/dev/null\n");
+	hsr_put_s(&sh->feed, "{ \\builtin unset ${!HS_*}; } 2>/dev/null\n");
 	put_trap(d, &sh->feed);
 	put_record(d, sh, &sh->feed, "0");
-	put_s(&sh->feed, "\n");
+	hsr_put_s(&sh->feed, "\n");
 	if (!restore && !sh->lost[0] && sh->died)
 		snprintf(sh->lost, sizeof(sh->lost), "the shell ended without saving its state");
 	if (!restore)
@@ -843,9 +842,9 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	sh->trap_query = strstr(text, "trap") != NULL;
 
 	if (stdin_pipe) {
-		put_s(&fa, ">|");
+		hsr_put_s(&fa, ">|");
 		put_path(d, &fa, "sh.s");
-		put_s(&fa, "\n");
+		hsr_put_s(&fa, "\n");
 	}
 	/* A command that may replace the shell, or one that sets its own
 	 * traps (ours is lifted while it runs, so a signal ends the shell
@@ -853,81 +852,81 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	 * starts from it (see shell_died). */
 	sh->trap_predump = sh->trap_query && !may_exec_program(text);
 	if (may_exec_program(text) || sh->trap_query) {
-		put_s(&fa, "{ \\builtin . ");
+		hsr_put_s(&fa, "{ \\builtin . ");
 		put_path(d, &fa, "sh.d");
-		put_s(&fa, " && \\builtin printf '#pre\\n' >>");
+		hsr_put_s(&fa, " && \\builtin printf '#pre\\n' >>");
 		put_path(d, &fa, "sh.saved");
-		put_s(&fa, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>/dev/null\n");
+		hsr_put_s(&fa, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>/dev/null\n");
 	}
 	if (cwd && *cwd) {
-		put_s(&fa, "\\builtin cd -- ");
-		put_sq(&fa, cwd);
-		put_s(&fa, "\n");
+		hsr_put_s(&fa, "\\builtin cd -- ");
+		hsr_put_sq(&fa, cwd);
+		hsr_put_s(&fa, "\n");
 	}
 	/* `trap -p` in the command shows the session's traps only: its own
 	 * EXIT trap in place of ours. */
 	if (sh->trap_query) {
-		put_s(&fa, "{ \\builtin ");
-		put_s(&fa, sh->agent_exit_trap && sh->agent_trap ? sh->agent_trap : "trap - EXIT");
-		put_s(&fa, "; } 2>/dev/null\n");
+		hsr_put_s(&fa, "{ \\builtin ");
+		hsr_put_s(&fa, sh->agent_exit_trap && sh->agent_trap ? sh->agent_trap : "trap - EXIT");
+		hsr_put_s(&fa, "; } 2>/dev/null\n");
 	}
 	/* Per-command variables: the old definition kept in a file, put back after. */
 	for (int i = 4; q->argv[i]; i++) {
 		size_t mark = fa.len;
 		const char *val;
 
-		put_s(&fa, "{ \\builtin declare -p ");
+		hsr_put_s(&fa, "{ \\builtin declare -p ");
 		if (!(val = put_var_name(&fa, q->argv[i]))) {
 			fa.len = mark;
 			continue;
 		}
-		put_s(&fa, i == 4 ? " >|" : " >>");
+		hsr_put_s(&fa, i == 4 ? " >|" : " >>");
 		put_path(d, &fa, "sh.env");
-		put_s(&fa, " || \\builtin printf '\\\\builtin unset %s\\n' ");
+		hsr_put_s(&fa, " || \\builtin printf '\\\\builtin unset %s\\n' ");
 		put_var_name(&fa, q->argv[i]);
-		put_s(&fa, " >>");
+		hsr_put_s(&fa, " >>");
 		put_path(d, &fa, "sh.env");
-		put_s(&fa, "; \\builtin export ");
+		hsr_put_s(&fa, "; \\builtin export ");
 		put_var_name(&fa, q->argv[i]);
-		put_s(&fa, "=");
-		put_sq(&fa, val);
-		put_s(&fa, "; } 2>/dev/null\n");
-		put_s(&fb, "\\builtin unset ");
+		hsr_put_s(&fa, "=");
+		hsr_put_sq(&fa, val);
+		hsr_put_s(&fa, "; } 2>/dev/null\n");
+		hsr_put_s(&fb, "\\builtin unset ");
 		put_var_name(&fb, q->argv[i]);
-		put_s(&fb, "\n");
+		hsr_put_s(&fb, "\n");
 	}
 	if (q->argv[4]) {
-		put_s(&fb, "\\builtin . ");
+		hsr_put_s(&fb, "\\builtin . ");
 		put_path(d, &fb, "sh.env");
-		put_s(&fb, "\n");
+		hsr_put_s(&fb, "\n");
 	}
 	snprintf(st, sizeof(st), "%d", sh->status & 255);
-	put_s(&fa, "{ ");
+	hsr_put_s(&fa, "{ ");
 	if (sh->xtrace)
-		put_s(&fa, "\\builtin set -x; ");
-	put_s(&fa, "\\builtin return \"$1\"; } 2>/dev/null\n");
+		hsr_put_s(&fa, "\\builtin set -x; ");
+	hsr_put_s(&fa, "\\builtin return \"$1\"; } 2>/dev/null\n");
 
 	/* sh.b: the record first ($? is the command's), then the rest. */
 	{
 		struct hsr_buf rb;
 
 		hsr_buf_init(&rb);
-		put_s(&rb, "\\builtin printf '%s\\0' \"$?\" \"$1\" \"$-\" \"${PWD-}\"");
+		hsr_put_s(&rb, "\\builtin printf '%s\\0' \"$?\" \"$1\" \"$-\" \"${PWD-}\"");
 		/* After a command that may have set one: the EXIT trap, so the
 		 * session's own is known (a command substitution sees the shell's). */
 		if (sh->trap_query)
-			put_s(&rb, " \"$(\\builtin trap -p EXIT)\"");
-		put_s(&rb, " >|");
+			hsr_put_s(&rb, " \"$(\\builtin trap -p EXIT)\"");
+		hsr_put_s(&rb, " >|");
 		put_path(d, &rb, sh->rec_name);
-		put_s(&rb, "\n\\builtin set +x\n");
+		hsr_put_s(&rb, "\n\\builtin set +x\n");
 		/* HS_* configure hs, never the session: a nested hs of a later
 		 * command must not take an exported HS_CONFIG as its own. */
-		put_s(&rb, "\\builtin unset ${!HS_*}\n");
+		hsr_put_s(&rb, "\\builtin unset ${!HS_*}\n");
 		hsr_buf_put(&rb, fb.data, fb.len);
 		if (cwd && *cwd && sh->pwd[0]) {
-			put_s(&rb, "\\builtin cd -- ");
-			put_sq(&rb, sh->pwd);
-			put_s(&rb, "\n");
+			hsr_put_s(&rb, "\\builtin cd -- ");
+			hsr_put_sq(&rb, sh->pwd);
+			hsr_put_s(&rb, "\n");
 		}
 		hsr_buf_free(&fb);
 		fb = rb;
@@ -939,32 +938,32 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	if (rc < 0)
 		return -1;
 
-	put_s(b, "{ \\builtin . ");
+	hsr_put_s(b, "{ \\builtin . ");
 	put_path(d, b, "sh.a");
-	put_s(b, " ");
-	put_s(b, st);
-	put_s(b, " ");
-	put_sq(b, sh->under);
-	put_s(b, " && { \\builtin : ");
-	put_sq(b, sh->under);
-	put_s(b, "; } 2>");
-	put_sq(b, sh->null_path);
-	put_s(b, "\n");
-	put_s(b, text);
-	put_s(b, "\n} <");
+	hsr_put_s(b, " ");
+	hsr_put_s(b, st);
+	hsr_put_s(b, " ");
+	hsr_put_sq(b, sh->under);
+	hsr_put_s(b, " && { \\builtin : ");
+	hsr_put_sq(b, sh->under);
+	hsr_put_s(b, "; } 2>");
+	hsr_put_sq(b, sh->null_path);
+	hsr_put_s(b, "\n");
+	hsr_put_s(b, text);
+	hsr_put_s(b, "\n} <");
 	if (stdin_pipe)
 		put_path(d, b, "sh.0");
 	else
-		put_sq(b, sh->null_path);
-	put_s(b, " >");
+		hsr_put_sq(b, sh->null_path);
+	hsr_put_s(b, " >");
 	put_path(d, b, "sh.1");
-	put_s(b, " 2>");
+	hsr_put_s(b, " 2>");
 	put_path(d, b, "sh.2");
-	put_s(b, "\n{ \\builtin . ");
+	hsr_put_s(b, "\n{ \\builtin . ");
 	put_path(d, b, "sh.b");
-	put_s(b, " \"$_\"; } 2>");
-	put_sq(b, sh->null_path);
-	put_s(b, "\n");
+	hsr_put_s(b, " \"$_\"; } 2>");
+	hsr_put_sq(b, sh->null_path);
+	hsr_put_s(b, "\n");
 	return b->failed ? -1 : 0;
 }
 
@@ -1101,19 +1100,19 @@ static int pty_feed(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 
 	unlinkat(d->rd->dirfd, "sh.pty", 0);
 	hsr_buf_init(&b);
-	put_s(&b, "{ \\builtin . ");
+	hsr_put_s(&b, "{ \\builtin . ");
 	put_path(d, &b, "sh.pd");
-	put_s(&b, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>");
-	put_sq(&b, sh->null_path);
+	hsr_put_s(&b, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>");
+	hsr_put_sq(&b, sh->null_path);
 	snprintf(st, sizeof(st), "%d", sh->status & 255);
-	put_s(&b, "; { \\builtin . ");
+	hsr_put_s(&b, "; { \\builtin . ");
 	put_path(d, &b, "sh.ret");
-	put_s(&b, " ");
-	put_s(&b, st);
-	put_s(&b, " ");
-	put_sq(&b, sh->under);
-	put_s(&b, "; } 2>");
-	put_sq(&b, sh->null_path);
+	hsr_put_s(&b, " ");
+	hsr_put_s(&b, st);
+	hsr_put_s(&b, " ");
+	hsr_put_sq(&b, sh->under);
+	hsr_put_s(&b, "; } 2>");
+	hsr_put_sq(&b, sh->null_path);
 	hsr_buf_put(&b, "", 1);
 	if (b.failed) {
 		hsr_buf_free(&b);
@@ -1227,9 +1226,9 @@ static void note_agent_trap(struct hsr_daemon *d, struct hsr_shell *sh, const ch
 	if (n < pl + sl || memcmp(line, pre, pl) || memcmp(line + n - sl, post, sl))
 		return; /* none, or not in the form bash prints */
 	hsr_buf_init(&t);
-	put_s(&t, "{ \\builtin . ");
+	hsr_put_s(&t, "{ \\builtin . ");
 	put_path(d, &t, "sh.ret");
-	put_s(&t, " \"$1\"; } 2>/dev/null && { :; } 2>/dev/null\n");
+	hsr_put_s(&t, " \"$1\"; } 2>/dev/null && { :; } 2>/dev/null\n");
 	for (size_t i = pl; i < n - sl; i++) {
 		if (line[i] == '\'' && i + 3 < n - sl + 1 && memcmp(line + i, "'\\''", 4) == 0) {
 			hsr_buf_put(&t, "'", 1);
