@@ -208,6 +208,7 @@ static void session_fail(struct hsr_daemon *d, struct hsr_cmd *cmd, const char *
 	hsr_spool_append(&cmd->sp[2], d->rd->dirfd, why, strlen(why));
 	hsr_spool_append(&cmd->sp[2], d->rd->dirfd, "\n", 1);
 	cmd->st.exit_code = 126;
+	hsr_pty_cleanup(d, cmd);
 }
 
 void hsr_pty_from_session(struct hsr_daemon *d, struct hsr_cmd *cmd, const char *shell,

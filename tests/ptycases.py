@@ -117,6 +117,15 @@ class Cases:
         check("a pty read -p is reported waiting_input", r.get("waiting_input") is True and
               r.get("prompt") == "name? ", r)
 
+        # The deadline kills the whole tree, setsid included.
+        r = s.call(self.req("exec", command="setsid sleep 7391 & echo started; sleep 300",
+                            pty=True, timeout=3))
+        check("a pty command is stopped at its deadline", r.get("timed_out") is True and
+              "started" in r.get("stdout", ""), r)
+        r = s.call(self.req("exec", command="pgrep -f '[s]leep 7391' || echo none-left"))
+        check("... and nothing it started survives (setsid included)",
+              "none-left" in r.get("stdout", ""), r)
+
         if self.python:
             r = s.call(self.req("exec", command="python3 -i -q", pty=True, background=True))
             check("python3 -i starts as a pty job", r.get("ok") and r.get("job"), r)
@@ -128,7 +137,13 @@ class Cases:
             check("write_stdin print(6*7)", r.get("ok"), r)
             ok, out = self.wait_output(job, r"\r?\n42\r?\n")
             check("python3 answers 42", ok, out)
-            s.call(self.req("job", job=job, action="kill"))
+            r = s.call(self.req("job", job=job, action="kill"))
+            check("job kill of a pty job", r.get("killed") is True, r)
+            end = time.time() + 30
+            while time.time() < end and r.get("running", True):
+                time.sleep(0.2)
+                r = s.call(self.req("job", job=job, action="poll"))
+            check("... it ends, cancelled", r.get("running") is False and r.get("cancelled") is True, r)
 
         r = s.call(self.req("exec", command="bash --norc --noprofile", pty=True, background=True))
         check("bash starts as a pty job", r.get("ok") and r.get("job"), r)
