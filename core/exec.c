@@ -371,14 +371,12 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 
 #define HS_ARGV_MAX 8
 
-const char *
-hs_conn_pty_unsupported(const struct hs_conn *cn)
+void
+hs_conn_pty_unsupported(const struct hs_conn *cn, char *why, size_t len)
 {
-	static __thread char why[300];
-	snprintf(why, sizeof(why), "backend '%s' runs commands without the runner here, so it has no "
+	snprintf(why, len, "backend '%s' runs commands without the runner here, so it has no "
 	         "terminal (pty) to give; use a backend that runs hs-runner in its sandbox "
 	         "(`hs backends` shows \"pty\")", cn->be->plugin.name);
-	return why;
 }
 
 /* A terminal needs a runner of protocol HSR_PROTO_PTY; -1 with err when this one is older. */
@@ -615,7 +613,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	if (cn->exec_mode) {
 		free(argv);
 		if (o->pty_rows && o->pty_cols) {
-			snprintf(err, errlen, "%s", hs_conn_pty_unsupported(cn));
+			hs_conn_pty_unsupported(cn, err, errlen);
 			return -1;
 		}
 		return hs_conn_exec_direct(cn, o, sink, out, err, errlen);

@@ -184,8 +184,8 @@ int hs_conn_jobs_running(const struct hs_conn *cn);
 struct hs_job *hs_conn_shell_holder(struct hs_conn *cn);
 /* Ask the runner to stop a job (TERM, grace, KILL, like a deadline). */
 int hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job);
-/* Why a connection in exec mode cannot run a PTY command (one line, this thread's buffer). */
-const char *hs_conn_pty_unsupported(const struct hs_conn *cn);
+/* Why a connection in exec mode cannot run a PTY command: one line into why. */
+void hs_conn_pty_unsupported(const struct hs_conn *cn, char *why, size_t len);
 /* Set a PTY job's window size.  0, or -1 with a one-line reason. */
 int hs_conn_resize(struct hs_conn *cn, struct hs_job *job, unsigned rows, unsigned cols, char *err,
                    size_t errlen);

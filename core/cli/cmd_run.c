@@ -244,7 +244,9 @@ run_exec(struct hs_session *s, struct hs_run_io *io)
 	io->cmd.running = run_signals;
 	if (io->rs.pty) {
 		if (s->cn.exec_mode) {
-			hs_die_msg("%s", hs_conn_pty_unsupported(&s->cn));
+			char why[512];
+			hs_conn_pty_unsupported(&s->cn, why, sizeof(why));
+			hs_die_msg("%s", why);
 			return HS_EXIT_FAIL;
 		}
 		io->rs.pty->s = s;

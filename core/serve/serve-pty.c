@@ -81,7 +81,9 @@ srv_pty_request(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 		rq->pty_cols = (uint16_t)cols;
 	}
 	if (ss->hs.cn.exec_mode) {
-		srv_reply_error(ss->srv, r->id, "unsupported", hs_conn_pty_unsupported(&ss->hs.cn));
+		char why[512];
+		hs_conn_pty_unsupported(&ss->hs.cn, why, sizeof(why));
+		srv_reply_error(ss->srv, r->id, "unsupported", why);
 		return -1;
 	}
 	return 0;
