@@ -113,13 +113,13 @@ class Cases:
         check("pty cols 1001 is a bad_request", r.get("error", {}).get("code") == "bad_request", r)
 
         # Waiting for input, reported in the result of a command stopped at its deadline.
-        r = s.call(self.req("exec", command='read -p "name? " x', pty=True, timeout=8))
+        r = s.call(self.req("exec", command='read -p "name? " x', pty=True, timeout=15))
         check("a pty read -p is reported waiting_input", r.get("waiting_input") is True and
               r.get("prompt") == "name? ", r)
 
         # The deadline kills the whole tree, setsid included.
         r = s.call(self.req("exec", command="setsid sleep 7391 & echo started; sleep 300",
-                            pty=True, timeout=3))
+                            pty=True, timeout=10))
         check("a pty command is stopped at its deadline", r.get("timed_out") is True and
               "started" in r.get("stdout", ""), r)
         r = s.call(self.req("exec", command="pgrep -f '[s]leep 7391' || echo none-left"))
