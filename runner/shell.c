@@ -135,7 +135,8 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-void hsr_put_sq(struct hsr_buf *b, const char *s)
+/* Appends s single-quoted for the shell. */
+static void put_sq(struct hsr_buf *b, const char *s)
 {
 	hsr_buf_put(b, "'", 1);
 	for (; *s; s++) {
@@ -147,9 +148,19 @@ void hsr_put_sq(struct hsr_buf *b, const char *s)
 	hsr_buf_put(b, "'", 1);
 }
 
-void hsr_put_s(struct hsr_buf *b, const char *s)
+static void put_s(struct hsr_buf *b, const char *s)
 {
 	hsr_buf_put(b, s, strlen(s));
+}
+
+void hsr_put_sq(struct hsr_buf *b, const char *s)
+{
+	put_sq(b, s);
+}
+
+void hsr_put_s(struct hsr_buf *b, const char *s)
+{
+	put_s(b, s);
 }
 
 /* Appends the quoted path RUNDIR/name. */
@@ -158,7 +169,7 @@ static void put_path(struct hsr_daemon *d, struct hsr_buf *b, const char *name)
 	char p[4200];
 
 	snprintf(p, sizeof(p), "%s/%s", d->rd->path, name);
-	hsr_put_sq(b, p);
+	put_sq(b, p);
 }
 
 static unsigned long long now_ticks(void)
@@ -444,7 +455,7 @@ static const char ret_file[] = "\\builtin return \"$1\"\n";
  * uses are set after `declare -p` ran. */
 static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b, const char *target)
 {
-	hsr_put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
+	put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
 		 "\\builtin trap -p; \\builtin umask -p; \\builtin shopt -p; "
 		 "\\builtin printf '\\\\builtin cd -- %q\\n' \"$PWD\"; "
 		 "while IFS= \\builtin read -r __hs_o; do __hs_f=${__hs_o##*\\(}; __hs_f=${__hs_f%%\\)*}; "
@@ -455,24 +466,24 @@ static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b, const char *t
 		 "\\builtin printf '\\\\builtin set --'; \\builtin printf ' %q' \"$@\"; "
 		 "\\builtin printf '\\n'; \\builtin set +o; \\builtin printf '#end\\n'; } >|");
 	put_path(d, b, target);
-	hsr_put_s(b, " 2>/dev/null\n");
+	put_s(b, " 2>/dev/null\n");
 }
 
 /* The EXIT trap's file (sh.x): the dump, then the session's own EXIT trap. */
 static void put_exit_file(struct hsr_daemon *d, struct hsr_buf *b)
 {
-	hsr_put_s(b, "\\builtin . ");
+	put_s(b, "\\builtin . ");
 	put_path(d, b, "sh.d");
-	hsr_put_s(b, "\n");
+	put_s(b, "\n");
 	/* Then the session's own EXIT trap, if it set one, with $? as at exit
 	 * (sh.xt puts it back from its argument before the trap's code). */
-	hsr_put_s(b, "{ [ -r ");
+	put_s(b, "{ [ -r ");
 	put_path(d, b, "sh.xt");
-	hsr_put_s(b, " ] && \\builtin read -r __hs_st <");
+	put_s(b, " ] && \\builtin read -r __hs_st <");
 	put_path(d, b, "sh.saved");
-	hsr_put_s(b, "; } 2>/dev/null && \\builtin . ");
+	put_s(b, "; } 2>/dev/null && \\builtin . ");
 	put_path(d, b, "sh.xt");
-	hsr_put_s(b, " \"${__hs_st#\\#}\"\n");
+	put_s(b, " \"${__hs_st#\\#}\"\n");
 }
 
 static int write_file(struct hsr_daemon *d, const char *name, const void *p, size_t n)
@@ -529,17 +540,17 @@ static int open_record(struct hsr_daemon *d, struct hsr_shell *sh)
 static void put_record(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_buf *b,
 		       const char *status)
 {
-	hsr_put_s(b, "{ \\builtin printf '%s\\0' ");
-	hsr_put_s(b, status);
-	hsr_put_s(b, " \"$_\" \"$-\" \"${PWD-}\"");
+	put_s(b, "{ \\builtin printf '%s\\0' ");
+	put_s(b, status);
+	put_s(b, " \"$_\" \"$-\" \"${PWD-}\"");
 	/* After a command that may have set one: the EXIT trap, so the
 	 * agent's own is known (a command substitution sees the shell's). */
 	if (sh->trap_query)
-		hsr_put_s(b, " \"$(\\builtin trap -p EXIT)\"");
-	hsr_put_s(b, " >|");
+		put_s(b, " \"$(\\builtin trap -p EXIT)\"");
+	put_s(b, " >|");
 	put_path(d, b, sh->rec_name);
-	hsr_put_s(b, "; \\builtin set +x; } 2>");
-	hsr_put_sq(b, sh->null_path);
+	put_s(b, "; \\builtin set +x; } 2>");
+	put_sq(b, sh->null_path);
 }
 
 static void put_trap(struct hsr_daemon *d, struct hsr_buf *b)
@@ -547,12 +558,12 @@ static void put_trap(struct hsr_daemon *d, struct hsr_buf *b)
 	struct hsr_buf t;
 
 	hsr_buf_init(&t);
-	hsr_put_s(&t, "\\builtin . ");
+	put_s(&t, "\\builtin . ");
 	put_path(d, &t, "sh.x");
-	hsr_put_s(b, "{ \\builtin trap -- ");
+	put_s(b, "{ \\builtin trap -- ");
 	hsr_buf_put(&t, "", 1);
-	hsr_put_sq(b, t.failed ? "" : (const char *)t.data);
-	hsr_put_s(b, " EXIT; } 2>/dev/null; ");
+	put_sq(b, t.failed ? "" : (const char *)t.data);
+	put_s(b, " EXIT; } 2>/dev/null; ");
 	hsr_buf_free(&t);
 }
 
@@ -682,14 +693,14 @@ static int shell_start(struct hsr_daemon *d, struct hsr_shell *sh)
 	sh->feed.len = 0;
 	sh->feed_pos = 0;
 	if (restore) {
-		hsr_put_s(&sh->feed, "{ \\builtin . ");
+		put_s(&sh->feed, "{ \\builtin . ");
 		put_path(d, &sh->feed, "sh.saved");
-		hsr_put_s(&sh->feed, "; } 2>/dev/null\n");
+		put_s(&sh->feed, "; } 2>/dev/null\n");
 	}
-	hsr_put_s(&sh->feed, "{ \\builtin unset ${!HS_*}; } 2>/dev/null\n");
+	put_s(&sh->feed, "{ \\builtin unset ${!HS_*}; } 2>/dev/null\n");
 	put_trap(d, &sh->feed);
 	put_record(d, sh, &sh->feed, "0");
-	hsr_put_s(&sh->feed, "\n");
+	put_s(&sh->feed, "\n");
 	if (!restore && !sh->lost[0] && sh->died)
 		snprintf(sh->lost, sizeof(sh->lost), "the shell ended without saving its state");
 	if (!restore)
@@ -842,9 +853,9 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	sh->trap_query = strstr(text, "trap") != NULL;
 
 	if (stdin_pipe) {
-		hsr_put_s(&fa, ">|");
+		put_s(&fa, ">|");
 		put_path(d, &fa, "sh.s");
-		hsr_put_s(&fa, "\n");
+		put_s(&fa, "\n");
 	}
 	/* A command that may replace the shell, or one that sets its own
 	 * traps (ours is lifted while it runs, so a signal ends the shell
@@ -852,81 +863,81 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	 * starts from it (see shell_died). */
 	sh->trap_predump = sh->trap_query && !may_exec_program(text);
 	if (may_exec_program(text) || sh->trap_query) {
-		hsr_put_s(&fa, "{ \\builtin . ");
+		put_s(&fa, "{ \\builtin . ");
 		put_path(d, &fa, "sh.d");
-		hsr_put_s(&fa, " && \\builtin printf '#pre\\n' >>");
+		put_s(&fa, " && \\builtin printf '#pre\\n' >>");
 		put_path(d, &fa, "sh.saved");
-		hsr_put_s(&fa, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>/dev/null\n");
+		put_s(&fa, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>/dev/null\n");
 	}
 	if (cwd && *cwd) {
-		hsr_put_s(&fa, "\\builtin cd -- ");
-		hsr_put_sq(&fa, cwd);
-		hsr_put_s(&fa, "\n");
+		put_s(&fa, "\\builtin cd -- ");
+		put_sq(&fa, cwd);
+		put_s(&fa, "\n");
 	}
 	/* `trap -p` in the command shows the session's traps only: its own
 	 * EXIT trap in place of ours. */
 	if (sh->trap_query) {
-		hsr_put_s(&fa, "{ \\builtin ");
-		hsr_put_s(&fa, sh->agent_exit_trap && sh->agent_trap ? sh->agent_trap : "trap - EXIT");
-		hsr_put_s(&fa, "; } 2>/dev/null\n");
+		put_s(&fa, "{ \\builtin ");
+		put_s(&fa, sh->agent_exit_trap && sh->agent_trap ? sh->agent_trap : "trap - EXIT");
+		put_s(&fa, "; } 2>/dev/null\n");
 	}
 	/* Per-command variables: the old definition kept in a file, put back after. */
 	for (int i = 4; q->argv[i]; i++) {
 		size_t mark = fa.len;
 		const char *val;
 
-		hsr_put_s(&fa, "{ \\builtin declare -p ");
+		put_s(&fa, "{ \\builtin declare -p ");
 		if (!(val = put_var_name(&fa, q->argv[i]))) {
 			fa.len = mark;
 			continue;
 		}
-		hsr_put_s(&fa, i == 4 ? " >|" : " >>");
+		put_s(&fa, i == 4 ? " >|" : " >>");
 		put_path(d, &fa, "sh.env");
-		hsr_put_s(&fa, " || \\builtin printf '\\\\builtin unset %s\\n' ");
+		put_s(&fa, " || \\builtin printf '\\\\builtin unset %s\\n' ");
 		put_var_name(&fa, q->argv[i]);
-		hsr_put_s(&fa, " >>");
+		put_s(&fa, " >>");
 		put_path(d, &fa, "sh.env");
-		hsr_put_s(&fa, "; \\builtin export ");
+		put_s(&fa, "; \\builtin export ");
 		put_var_name(&fa, q->argv[i]);
-		hsr_put_s(&fa, "=");
-		hsr_put_sq(&fa, val);
-		hsr_put_s(&fa, "; } 2>/dev/null\n");
-		hsr_put_s(&fb, "\\builtin unset ");
+		put_s(&fa, "=");
+		put_sq(&fa, val);
+		put_s(&fa, "; } 2>/dev/null\n");
+		put_s(&fb, "\\builtin unset ");
 		put_var_name(&fb, q->argv[i]);
-		hsr_put_s(&fb, "\n");
+		put_s(&fb, "\n");
 	}
 	if (q->argv[4]) {
-		hsr_put_s(&fb, "\\builtin . ");
+		put_s(&fb, "\\builtin . ");
 		put_path(d, &fb, "sh.env");
-		hsr_put_s(&fb, "\n");
+		put_s(&fb, "\n");
 	}
 	snprintf(st, sizeof(st), "%d", sh->status & 255);
-	hsr_put_s(&fa, "{ ");
+	put_s(&fa, "{ ");
 	if (sh->xtrace)
-		hsr_put_s(&fa, "\\builtin set -x; ");
-	hsr_put_s(&fa, "\\builtin return \"$1\"; } 2>/dev/null\n");
+		put_s(&fa, "\\builtin set -x; ");
+	put_s(&fa, "\\builtin return \"$1\"; } 2>/dev/null\n");
 
 	/* sh.b: the record first ($? is the command's), then the rest. */
 	{
 		struct hsr_buf rb;
 
 		hsr_buf_init(&rb);
-		hsr_put_s(&rb, "\\builtin printf '%s\\0' \"$?\" \"$1\" \"$-\" \"${PWD-}\"");
+		put_s(&rb, "\\builtin printf '%s\\0' \"$?\" \"$1\" \"$-\" \"${PWD-}\"");
 		/* After a command that may have set one: the EXIT trap, so the
 		 * session's own is known (a command substitution sees the shell's). */
 		if (sh->trap_query)
-			hsr_put_s(&rb, " \"$(\\builtin trap -p EXIT)\"");
-		hsr_put_s(&rb, " >|");
+			put_s(&rb, " \"$(\\builtin trap -p EXIT)\"");
+		put_s(&rb, " >|");
 		put_path(d, &rb, sh->rec_name);
-		hsr_put_s(&rb, "\n\\builtin set +x\n");
+		put_s(&rb, "\n\\builtin set +x\n");
 		/* HS_* configure hs, never the session: a nested hs of a later
 		 * command must not take an exported HS_CONFIG as its own. */
-		hsr_put_s(&rb, "\\builtin unset ${!HS_*}\n");
+		put_s(&rb, "\\builtin unset ${!HS_*}\n");
 		hsr_buf_put(&rb, fb.data, fb.len);
 		if (cwd && *cwd && sh->pwd[0]) {
-			hsr_put_s(&rb, "\\builtin cd -- ");
-			hsr_put_sq(&rb, sh->pwd);
-			hsr_put_s(&rb, "\n");
+			put_s(&rb, "\\builtin cd -- ");
+			put_sq(&rb, sh->pwd);
+			put_s(&rb, "\n");
 		}
 		hsr_buf_free(&fb);
 		fb = rb;
@@ -938,32 +949,32 @@ static int feed_cmd(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 	if (rc < 0)
 		return -1;
 
-	hsr_put_s(b, "{ \\builtin . ");
+	put_s(b, "{ \\builtin . ");
 	put_path(d, b, "sh.a");
-	hsr_put_s(b, " ");
-	hsr_put_s(b, st);
-	hsr_put_s(b, " ");
-	hsr_put_sq(b, sh->under);
-	hsr_put_s(b, " && { \\builtin : ");
-	hsr_put_sq(b, sh->under);
-	hsr_put_s(b, "; } 2>");
-	hsr_put_sq(b, sh->null_path);
-	hsr_put_s(b, "\n");
-	hsr_put_s(b, text);
-	hsr_put_s(b, "\n} <");
+	put_s(b, " ");
+	put_s(b, st);
+	put_s(b, " ");
+	put_sq(b, sh->under);
+	put_s(b, " && { \\builtin : ");
+	put_sq(b, sh->under);
+	put_s(b, "; } 2>");
+	put_sq(b, sh->null_path);
+	put_s(b, "\n");
+	put_s(b, text);
+	put_s(b, "\n} <");
 	if (stdin_pipe)
 		put_path(d, b, "sh.0");
 	else
-		hsr_put_sq(b, sh->null_path);
-	hsr_put_s(b, " >");
+		put_sq(b, sh->null_path);
+	put_s(b, " >");
 	put_path(d, b, "sh.1");
-	hsr_put_s(b, " 2>");
+	put_s(b, " 2>");
 	put_path(d, b, "sh.2");
-	hsr_put_s(b, "\n{ \\builtin . ");
+	put_s(b, "\n{ \\builtin . ");
 	put_path(d, b, "sh.b");
-	hsr_put_s(b, " \"$_\"; } 2>");
-	hsr_put_sq(b, sh->null_path);
-	hsr_put_s(b, "\n");
+	put_s(b, " \"$_\"; } 2>");
+	put_sq(b, sh->null_path);
+	put_s(b, "\n");
 	return b->failed ? -1 : 0;
 }
 
@@ -1100,19 +1111,19 @@ static int pty_feed(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *
 
 	unlinkat(d->rd->dirfd, "sh.pty", 0);
 	hsr_buf_init(&b);
-	hsr_put_s(&b, "{ \\builtin . ");
+	put_s(&b, "{ \\builtin . ");
 	put_path(d, &b, "sh.pd");
-	hsr_put_s(&b, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>");
-	hsr_put_sq(&b, sh->null_path);
+	put_s(&b, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>");
+	put_sq(&b, sh->null_path);
 	snprintf(st, sizeof(st), "%d", sh->status & 255);
-	hsr_put_s(&b, "; { \\builtin . ");
+	put_s(&b, "; { \\builtin . ");
 	put_path(d, &b, "sh.ret");
-	hsr_put_s(&b, " ");
-	hsr_put_s(&b, st);
-	hsr_put_s(&b, " ");
-	hsr_put_sq(&b, sh->under);
-	hsr_put_s(&b, "; } 2>");
-	hsr_put_sq(&b, sh->null_path);
+	put_s(&b, " ");
+	put_s(&b, st);
+	put_s(&b, " ");
+	put_sq(&b, sh->under);
+	put_s(&b, "; } 2>");
+	put_sq(&b, sh->null_path);
 	hsr_buf_put(&b, "", 1);
 	if (b.failed) {
 		hsr_buf_free(&b);
@@ -1226,9 +1237,9 @@ static void note_agent_trap(struct hsr_daemon *d, struct hsr_shell *sh, const ch
 	if (n < pl + sl || memcmp(line, pre, pl) || memcmp(line + n - sl, post, sl))
 		return; /* none, or not in the form bash prints */
 	hsr_buf_init(&t);
-	hsr_put_s(&t, "{ \\builtin . ");
+	put_s(&t, "{ \\builtin . ");
 	put_path(d, &t, "sh.ret");
-	hsr_put_s(&t, " \"$1\"; } 2>/dev/null && { :; } 2>/dev/null\n");
+	put_s(&t, " \"$1\"; } 2>/dev/null && { :; } 2>/dev/null\n");
 	for (size_t i = pl; i < n - sl; i++) {
 		if (line[i] == '\'' && i + 3 < n - sl + 1 && memcmp(line + i, "'\\''", 4) == 0) {
 			hsr_buf_put(&t, "'", 1);
@@ -1441,6 +1452,13 @@ int hsr_proc_reading(pid_t pid, unsigned long ino, unsigned long rdev)
 	return (unsigned long)st.st_ino == ino;
 }
 
+/* Returns 1 when process pid is blocked in read() on a descriptor whose
+ * file has inode ino (from /proc/PID/syscall, then the descriptor's link). */
+static int reading_inode(pid_t pid, unsigned long ino)
+{
+	return hsr_proc_reading(pid, ino, 0);
+}
+
 /* Nothing is waiting to be fed and bash is blocked reading its program:
  * the command left a quote, heredoc or compound open.  Returns 1 then. */
 static int waiting_for_more(struct hsr_shell *sh)
@@ -1450,7 +1468,7 @@ static int waiting_for_more(struct hsr_shell *sh)
 	if (ioctl(sh->in_fd, SIOCOUTQ, &outq) < 0 || outq > 0)
 		return 0;
 	/* The program socket, wherever bash moved it. */
-	return hsr_proc_reading(sh->pid, sh->in_ino, 0);
+	return reading_inode(sh->pid, sh->in_ino);
 }
 
 /*
@@ -1471,7 +1489,7 @@ static int waiting_input(struct hsr_cmd *cmd, pid_t top, int top_too, unsigned l
 	if (cmd->stdin_fd < 0 || cmd->done || cmd->stdin_pos < cmd->stdin_buf.len ||
 	    fstat(cmd->stdin_fd, &st) < 0 || ioctl(cmd->stdin_fd, FIONREAD, &queued) < 0 || queued > 0)
 		return 0;
-	if (top_too && hsr_proc_reading(top, (unsigned long)st.st_ino, 0))
+	if (top_too && reading_inode(top, (unsigned long)st.st_ino))
 		return 1;
 	n = hsr_proc_table(&t);
 	for (int i = 0; i < n && !hit; i++) {
@@ -1482,7 +1500,7 @@ static int waiting_input(struct hsr_cmd *cmd, pid_t top, int top_too, unsigned l
 			continue;
 		for (struct hsr_proc *a = q; a && depth < 4096; depth++, a = hsr_proc_find(t, n, a->ppid))
 			if (a->ppid == top) {
-				hit = hsr_proc_reading(q->pid, (unsigned long)st.st_ino, 0);
+				hit = reading_inode(q->pid, (unsigned long)st.st_ino);
 				break;
 			}
 	}
