@@ -40,6 +40,7 @@ class Serve:
         """obj's reply; an approval event for it is answered with approve
         ("once") when given, else left to deny by silence."""
         self.send(obj)
+        self.asked = None
         end = time.time() + timeout
         while time.time() < end:
             r = self.wait(lambda r: r.get("id") == obj["id"] and
@@ -47,6 +48,7 @@ class Serve:
             if r is None:
                 break
             if r.get("event") == "approval":
+                self.asked = r
                 if approve:
                     self.send({"id": "ap-%s" % obj["id"], "op": "approve", "request": r["request"],
                                "decision": approve})
@@ -175,6 +177,17 @@ class Cases:
         ok, out = self.wait_output(job, r"after-deny\r?\n")
         check("... and nothing of it reached the terminal", ok and "rm -rf" not in out, out)
 
+        # One that needs approval: an approval event, and the answer decides.
+        r = s.call(self.req("write_stdin", job=job, data="kubectl delete namespace prod\n"),
+                   approve="deny")
+        check("a write that needs approval asks (approval event with its rules)",
+              s.asked is not None and any(x.get("id") == "ctr.kubectl-destructive"
+                                          for x in s.asked.get("rules", [])), s.asked)
+        check("... and denied, it is refused", r.get("error", {}).get("code") == "denied", r)
+        self.write(job, "echo after-deny2\n")
+        ok, out = self.wait_output(job, r"after-deny2\r?\n")
+        check("... and not delivered", ok and "kubectl" not in out, out)
+
         r = s.call(self.req("write_stdin", job=job, eof=True))
         check("eof on a pty job (its EOF character)", r.get("ok"), r)
         end, r = time.time() + 30, {}
@@ -192,6 +205,12 @@ class Cases:
         r = self.write(job, "x1\n")
         ok, out = self.wait_output(job, r"got-x1")
         check("stdin_open: write_stdin reaches the job's pipe", ok, out)
+        r = s.call(self.req("exec", command="cat; echo cat-ended", background=True, stdin_open=True))
+        job = r.get("job", "j0")
+        self.write(job, "abc")
+        r = s.call(self.req("write_stdin", job=job, eof=True))
+        ok, out = self.wait_output(job, r"abccat-ended")
+        check("stdin_open: eof closes the pipe", r.get("ok") and ok, (r, out))
         r = s.call(self.req("exec", command="sleep 30", background=True))
         job = r.get("job", "j0")
         r = self.write(job, "x\n")
