@@ -22,7 +22,7 @@
 #include "core/core.h"
 
 /* What the signal handlers need: set before any is installed. */
-static struct termios saved_tty;
+static struct termios saved_tty, raw_tty;
 static volatile sig_atomic_t tty_raw;
 static int winch_pipe[2] = { -1, -1 };
 static int pty_cancel_fd = -1;
@@ -115,7 +115,13 @@ hs_run_pty_input(struct hs_run_pty *p, void *buf, size_t len)
 	if (n == 0)
 		return 0;
 	struct hs_approval_out v = { .decision = NULL };
-	if (hs_session_stdin_gate(p->s, p->guard, buf, (size_t)n, &v))
+	/* An approval asked on this terminal needs it as a person left it. */
+	if (tty_raw)
+		tcsetattr(0, TCSANOW, &saved_tty);
+	int allowed = hs_session_stdin_gate(p->s, p->guard, buf, (size_t)n, &v);
+	if (tty_raw)
+		tcsetattr(0, TCSANOW, &raw_tty);
+	if (allowed)
 		return (long)n;
 	/* Refused: not delivered.  What was typed before it is erased there
 	 * (^U), so the line cannot be sent by a later Enter either. */
@@ -168,8 +174,8 @@ hs_run_pty_running(void *ctx, int on)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGWINCH, &sa, NULL);
 	/* Ctrl-C and the rest are keystrokes for the sandbox's terminal now. */
-	struct termios raw = saved_tty;
-	cfmakeraw(&raw);
-	if (tcsetattr(0, TCSAFLUSH, &raw) == 0)
+	raw_tty = saved_tty;
+	cfmakeraw(&raw_tty);
+	if (tcsetattr(0, TCSAFLUSH, &raw_tty) == 0)
 		tty_raw = 1;
 }
