@@ -1226,7 +1226,7 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	return 0;
 }
 
-/* A job that can take a write or resize now; NULL with err when not. */
+/* 0 when job j can take a write or resize now, else -1 with err. */
 static int
 job_live(struct hs_conn *cn, const struct hs_job *j, char *err, size_t errlen)
 {
