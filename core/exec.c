@@ -398,6 +398,9 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 			hsr_client_ack(cn->rc, j->id, ev->stream, j->taken[ev->stream]);
 		}
 		break;
+	case HSR_EV_WAITING:
+		j->waiting_input = ev->final != 0;
+		break;
 	case HSR_EV_STATE:
 		/* A handed-off command of a shell without a session shell: its state is not kept. */
 		hsr_client_ack(cn->rc, j->id, 3, ev->offset + ev->len);
@@ -428,6 +431,26 @@ route(struct hs_conn *cn, const struct hsr_event *ev)
 
 #define HS_ARGV_MAX 8
 
+void
+hs_conn_pty_unsupported(const struct hs_conn *cn, char *why, size_t len)
+{
+	snprintf(why, len, "backend '%s' runs commands without the runner here, so it has no "
+	         "terminal (pty) to give; use a backend that runs hs-runner in its sandbox "
+	         "(`hs backends` shows \"pty\")", cn->be->plugin.name);
+}
+
+/* A terminal needs a runner of protocol HSR_PROTO_PTY; -1 with err when this one is older. */
+static int
+pty_check(struct hs_conn *cn, const struct hsr_exec_spec *spec, char *err, size_t errlen)
+{
+	if (!spec->pty_rows || hsr_client_version(cn->rc) >= HSR_PROTO_PTY)
+		return 0;
+	snprintf(err, errlen, "the runner in this sandbox speaks protocol %u, which has no terminal "
+	         "(pty, protocol %u): close the session so that a new runner starts",
+	         (unsigned)hsr_client_version(cn->rc), (unsigned)HSR_PROTO_PTY);
+	return -1;
+}
+
 /* The runner's EXEC for o: SHELL -c WRAPPER hs SNAPSHOT CWD COMMAND, or in
  * the session shell SHELL COMMAND START_DIR CWD K=V... (argv has room for
  * HS_ARGV_MAX + n_sets entries). */
@@ -436,7 +459,10 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
           struct hsr_exec_spec *spec)
 {
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
-	int session = cn->session_shell && o->keep_state;
+	int pty = o->pty_rows && o->pty_cols;
+	/* A terminal command of a session runs from the session shell's state
+	 * (the runner dumps it) in a shell of its own. */
+	int session = cn->session_shell && (o->keep_state || pty);
 	argv[0] = cn->props.shell;
 	if (session) {
 		size_t k = 4;
@@ -462,10 +488,12 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.cwd = o->start_dir,
 		.deadline_ms = o->deadline_ms,
 		.grace_ms = o->grace_ms,
-		.stdin_pipe = o->stdin_pipe,
-		.want_state = o->keep_state && !session,
+		.stdin_pipe = o->stdin_pipe && !pty, /* a terminal takes stdin anyway */
+		.want_state = o->keep_state && !session && !pty,
 		.session = session,
-		.report_wait = o->stdin_pipe,
+		.report_wait = o->stdin_pipe || pty,
+		.pty_rows = pty ? o->pty_rows : 0,
+		.pty_cols = pty ? o->pty_cols : 0,
 		.merge_env = cn->merge_env,
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
@@ -555,7 +583,10 @@ hand_off(struct hs_conn *cn, struct handoff *h, const struct hs_exec_opts *o, ui
 	h->job = NULL;
 	j->id = id;
 	j->start_ms = start;
-	j->holds_shell = cn->session_shell && o->keep_state;
+	j->pty = o->pty_rows && o->pty_cols;
+	/* A terminal command has its own shell: the session shell is free. */
+	j->holds_shell = cn->session_shell && o->keep_state && !j->pty;
+	j->stdin_open = j->pty;
 	snprintf(j->command, sizeof(j->command), "%s", o->command);
 	for (int s = 1; s <= 2; s++) {
 		j->taken[s] = taken[s];
@@ -641,6 +672,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 
 	if (cn->exec_mode) {
 		free(argv);
+		if (o->pty_rows && o->pty_cols) {
+			hs_conn_pty_unsupported(cn, err, errlen);
+			return -1;
+		}
 		return hs_conn_exec_direct(cn, o, sink, out, err, errlen);
 	}
 	memset(out, 0, sizeof(*out));
@@ -661,7 +696,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	pthread_mutex_unlock(&cn->lock);
 	struct hsr_exec_spec spec;
 	exec_spec(cn, o, id, argv, &spec);
-	if (ensure_stream(cn, err, errlen) < 0)
+	if (ensure_stream(cn, err, errlen) < 0 || pty_check(cn, &spec, err, errlen) < 0)
 		goto out;
 	for (int tries = 0; hsr_client_exec(cn->rc, &spec) < 0; tries++) {
 		if (tries == HS_REATTACH_TRIES || reattach(cn, 0, 0, NULL, e, sizeof(e)) < 0) {
@@ -671,8 +706,8 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	}
 	sent_exec = 1;
 	while (!done) {
-		struct pollfd pf[3];
-		int np = 0, ti = -1, timeout = 1000;
+		struct pollfd pf[4];
+		int np = 0, ti = -1, wi = -1, timeout = 1000;
 		if (h.job && !cancel_sent) {
 			int64_t left = o->handoff_ms - (hs_now_ms() - start);
 			if (left <= 0) {
@@ -693,6 +728,10 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			}
 			if (sink && sink->cancel_fd >= 0 && !cancel_sent) {
 				pf[np++] = (struct pollfd){ sink->cancel_fd, POLLIN, 0 };
+			}
+			if (sink && sink->resize && spec.pty_rows) {
+				wi = np;
+				pf[np++] = (struct pollfd){ sink->resize_fd, POLLIN, 0 };
 			}
 			if (poll(pf, (nfds_t)np, timeout) < 0 && errno != EINTR) {
 				snprintf(err, errlen, "poll: %s", strerror(errno));
@@ -717,6 +756,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				goto out;
 			}
 		}
+		uint16_t rows, cols;
+		if (wi >= 0 && (pf[wi].revents & POLLIN) && sink->resize(sink->ctx, &rows, &cols))
+			hsr_client_resize(cn->rc, id, rows, cols);
 		if (ti >= 0 && (pf[ti].revents & (POLLIN | POLLHUP | POLLERR))) {
 			char buf[65536];
 			long n = sink->input(sink->ctx, buf, sizeof(buf));
@@ -1211,9 +1253,9 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	/* Jobs keep bounded output and never write the session's shell state. */
+	/* Jobs keep bounded output and never write the session's shell state;
+	 * their stdin is open only when asked (stdin_pipe: write_stdin). */
 	jo.keep_state = 0;
-	jo.stdin_pipe = 0;
 	jo.head_bytes = limit / 2;
 	jo.tail_bytes = limit - limit / 2;
 	pthread_mutex_lock(&cn->lock);
@@ -1222,8 +1264,14 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	pthread_mutex_unlock(&cn->lock);
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = hs_now_ms();
+	j->pty = spec.pty_rows != 0;
+	j->stdin_open = j->pty || jo.stdin_pipe;
 	snprintf(j->command, sizeof(j->command), "%s", o->command);
-	if (ensure_stream(cn, err, errlen) < 0 || hsr_client_exec(cn->rc, &spec) < 0) {
+	if (ensure_stream(cn, err, errlen) < 0 || pty_check(cn, &spec, err, errlen) < 0) {
+		job_free(j);
+		return -1;
+	}
+	if (hsr_client_exec(cn->rc, &spec) < 0) {
 		if (cn->rc)
 			snprintf(err, errlen, "cannot send the job to the runner: %s", strerror(errno));
 		job_free(j);
@@ -1235,6 +1283,55 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	forget_old_jobs(cn);
 	pthread_mutex_unlock(&cn->lock);
 	*jobp = j;
+	return 0;
+}
+
+/* 0 when job j can take a write or resize now, else -1 with err. */
+static int
+job_live(struct hs_conn *cn, const struct hs_job *j, char *err, size_t errlen)
+{
+	if (j->done || !cn->rc) {
+		snprintf(err, errlen, "job j%u has ended", j->number);
+		return -1;
+	}
+	return 0;
+}
+
+int
+hs_conn_resize(struct hs_conn *cn, struct hs_job *j, unsigned rows, unsigned cols, char *err,
+               size_t errlen)
+{
+	if (!j->pty) {
+		snprintf(err, errlen, "job j%u has no terminal: start it with \"pty\"", j->number);
+		return -1;
+	}
+	if (job_live(cn, j, err, errlen) < 0)
+		return -1;
+	if (hsr_client_resize(cn->rc, j->id, (uint16_t)rows, (uint16_t)cols) < 0) {
+		snprintf(err, errlen, "cannot resize the terminal of job j%u: %s", j->number, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+hs_conn_write_stdin(struct hs_conn *cn, struct hs_job *j, const void *buf, size_t len, int eof,
+                    char *err, size_t errlen)
+{
+	if (!j->stdin_open) {
+		snprintf(err, errlen, "job j%u takes no input: start it with \"pty\" or \"stdin_open\"%s",
+		         j->number, j->pty ? "" : " (or its stdin was closed)");
+		return -1;
+	}
+	if (job_live(cn, j, err, errlen) < 0)
+		return -1;
+	if ((len && hsr_client_stdin(cn->rc, j->id, buf, len) < 0) ||
+	    (eof && hsr_client_stdin_eof(cn->rc, j->id) < 0)) {
+		snprintf(err, errlen, "cannot write to job j%u: %s", j->number, strerror(errno));
+		return -1;
+	}
+	if (eof && !j->pty)
+		j->stdin_open = 0;
 	return 0;
 }
 

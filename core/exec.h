@@ -67,6 +67,10 @@ struct hs_sink_ops {
 	 * pending; prompt is the last line of its output (redacted).  Called
 	 * once per wait. */
 	void (*waiting)(void *ctx, const char *prompt);
+	/* Optional, for a PTY command: resize_fd is poll()ed (only when resize is
+	 * set); once readable, resize says whether the window changed and to what. */
+	int (*resize)(void *ctx, uint16_t *rows, uint16_t *cols);
+	int resize_fd;
 };
 
 /* A sink behind a redactor: hs_redact_sink_emit passes redacted bytes on. */
@@ -95,7 +99,14 @@ struct hs_exec_opts {
 	size_t n_secrets;
 	int64_t handoff_ms;        /* bounded output only: a command still running after this
 	                              long becomes a background job (hs_exec_out.job); 0: never */
+	uint16_t pty_rows, pty_cols; /* both set: run on a pseudo-terminal of this size (its
+	                              stream is stdout; with a session shell, a shell of its own
+	                              started from the session's state); 0: no terminal */
 };
+
+/* The default PTY window size. */
+#define HS_PTY_ROWS 24
+#define HS_PTY_COLS 80
 
 struct hs_exec_out {
 	int exit_code;
@@ -153,6 +164,9 @@ struct hs_job {
 	int64_t start_ms, duration_ms;
 	char command[256];      /* the command line (cut when longer) */
 	int holds_shell;        /* a session-shell command handed off: the shell is busy until done */
+	int pty;                /* it runs on a pseudo-terminal */
+	int stdin_open;         /* its stdin takes writes (a terminal, or a pipe left open) */
+	int waiting_input;      /* the runner said it waits for input (a terminal's read) */
 	struct hs_redactor *red[3]; /* a handed-off command's redactors, per stream; NULL: none */
 	struct hs_job *next;
 };
@@ -184,6 +198,18 @@ int hs_conn_jobs_running(const struct hs_conn *cn);
 struct hs_job *hs_conn_shell_holder(struct hs_conn *cn);
 /* Ask the runner to stop a job (TERM, grace, KILL, like a deadline). */
 int hs_conn_job_kill(struct hs_conn *cn, struct hs_job *job);
+/* Why a connection in exec mode cannot run a PTY command: one line into why. */
+void hs_conn_pty_unsupported(const struct hs_conn *cn, char *why, size_t len);
+/* Set a PTY job's window size.  0, or -1 with a one-line reason. */
+int hs_conn_resize(struct hs_conn *cn, struct hs_job *job, unsigned rows, unsigned cols, char *err,
+                   size_t errlen);
+/*
+ * Write len bytes into a job's stdin (its terminal, or its open pipe), then
+ * with eof its end (a terminal gets its EOF character; a pipe is closed).
+ * The bytes must have passed the stdin gate.  0, or -1 with a reason.
+ */
+int hs_conn_write_stdin(struct hs_conn *cn, struct hs_job *job, const void *buf, size_t len,
+                        int eof, char *err, size_t errlen);
 
 /* A background job of the session shell: what a completed command left running. */
 struct hs_shell_job {

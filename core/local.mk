@@ -14,7 +14,8 @@ core_hs_SOURCES = \
 	core/cli/cmd_run.c core/serve/cmd_serve.c core/serve/serve.h core/serve/serve-out.c core/serve/serve-sess.c \
 	core/serve/serve-req.c core/serve/serve-req.h core/cli/cmd_check.c core/cli/cmd_session.c \
 	core/screen.c core/screen.h \
-	plugins/local/local.c
+	plugins/local/local.c \
+	core/serve/serve-pty.c core/cli/run-pty.c core/cli/run-pty.h
 dist_man_MANS += man/hs.1
 core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS) $(VTERM_CFLAGS)
 core_hs_LDADD = core/config/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a plugins/common/libhsb.a \

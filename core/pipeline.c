@@ -284,10 +284,13 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 		.secrets = env->secrets,
 		.n_secrets = env->n_secrets,
 		.handoff_ms = rq->handoff_ms,
+		.pty_rows = rq->pty_rows,
+		.pty_cols = rq->pty_cols,
 	};
 	if (rq->background) {
 		eo.head_bytes = eo.tail_bytes = 0;
-		eo.stdin_pipe = eo.keep_state = 0;
+		eo.keep_state = 0;
+		eo.stdin_pipe = rq->stdin_open;
 		eo.secrets = NULL;
 		eo.n_secrets = 0;
 		return hs_conn_start_job(&s->cn, &eo, (size_t)s->lim.output_limit, &res->job, res->why,
@@ -479,6 +482,10 @@ void
 hs_job_state_json(yajl_gen g, const struct hs_job *j)
 {
 	hs_json_kbool(g, "running", !j->done);
+	if (j->pty)
+		hs_json_kbool(g, "pty", 1);
+	if (!j->done && j->waiting_input)
+		hs_json_kbool(g, "waiting_input", 1);
 	if (j->done) {
 		hs_json_kint(g, "exit_code", j->timed_out ? HS_EXIT_TIMEOUT : j->exit_code);
 		hs_json_kbool(g, "timed_out", j->timed_out);

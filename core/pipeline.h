@@ -117,6 +117,8 @@ struct hs_cmd_req {
 	int stdin_pipe;               /* the sink gives stdin */
 	int keep_state;               /* write the shell's state back (foreground in a session) */
 	int background;               /* start a job instead (serve) */
+	int stdin_open;               /* background: stdin a pipe left open for write_stdin */
+	uint16_t pty_rows, pty_cols;  /* both set: on a pseudo-terminal of this size */
 	int64_t handoff_ms;           /* bounded: still running after this long, it goes on as a
 	                                 job (res->out.job); 0: never */
 	/* Called just before the command starts (1) and when it ended (0), after approval. */

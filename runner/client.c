@@ -371,11 +371,20 @@ int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *s)
 		flags |= HSR_EXEC_SESSION;
 	if (s->report_wait)
 		flags |= HSR_EXEC_REPORT_WAIT;
+	if (s->pty_rows || s->pty_cols) {
+		if (c->version < HSR_PROTO_PTY || s->pty_rows < HSR_PTY_MIN ||
+		    s->pty_rows > HSR_PTY_MAX || s->pty_cols < HSR_PTY_MIN ||
+		    s->pty_cols > HSR_PTY_MAX) {
+			errno = c->version < HSR_PROTO_PTY ? ENOTSUP : EINVAL;
+			return -1;
+		}
+		flags |= HSR_EXEC_PTY;
+	}
 	pthread_mutex_lock(&c->lock);
-	hsr_exec_encode(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
-			s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,
-			s->initial_credit, s->cwd ? s->cwd : "", s->argv,
-			s->envp ? s->envp : noenv);
+	hsr_exec_encode_pty(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
+			    s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,
+			    s->initial_credit, s->cwd ? s->cwd : "", s->argv,
+			    s->envp ? s->envp : noenv, s->pty_rows, s->pty_cols);
 	if (c->out.len > HSR_MAX_FRAME + 4) {
 		c->out.len = 0;
 		pthread_mutex_unlock(&c->lock);
@@ -407,6 +416,18 @@ int hsr_client_stdin_eof(struct hsr_client *c, uint64_t id)
 {
 	struct hsr_msg m = { .type = HSR_F_STDIN_EOF, .id = id };
 
+	return send_msg(c, &m);
+}
+
+int hsr_client_resize(struct hsr_client *c, uint64_t id, uint16_t rows, uint16_t cols)
+{
+	struct hsr_msg m = { .type = HSR_F_RESIZE, .id = id, .rows = rows, .cols = cols };
+
+	if (c->version < HSR_PROTO_PTY || rows < HSR_PTY_MIN || rows > HSR_PTY_MAX ||
+	    cols < HSR_PTY_MIN || cols > HSR_PTY_MAX) {
+		errno = c->version < HSR_PROTO_PTY ? ENOTSUP : EINVAL;
+		return -1;
+	}
 	return send_msg(c, &m);
 }
 

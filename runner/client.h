@@ -71,6 +71,8 @@ struct hsr_exec_spec {
 	int merge_env;  /* envp overrides the daemon's environment (HSR_EXEC_MERGE_ENV) */
 	int session;    /* run in the session shell (HSR_EXEC_SESSION; argv as documented there) */
 	int report_wait; /* ask for WAITING frames (HSR_EXEC_REPORT_WAIT) */
+	uint16_t pty_rows, pty_cols; /* both non-zero: run on a pseudo-terminal of this size
+	                                (HSR_EXEC_PTY; needs protocol HSR_PROTO_PTY) */
 	uint64_t head_bytes, tail_bytes;
 	uint64_t initial_credit;
 };
@@ -84,6 +86,8 @@ int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *spec);
 int hsr_client_stdin(struct hsr_client *c, uint64_t id, const void *buf, size_t len);
 /* Closes the command's stdin once the buffered bytes are written. */
 int hsr_client_stdin_eof(struct hsr_client *c, uint64_t id);
+/* Sets a PTY command's window size (RESIZE; protocol HSR_PROTO_PTY). */
+int hsr_client_resize(struct hsr_client *c, uint64_t id, uint16_t rows, uint16_t cols);
 /* Sends signal signo to the command's process group. */
 int hsr_client_signal(struct hsr_client *c, uint64_t id, int signo);
 /* Cancels a command: TERM, the grace period, KILL, as at the deadline.

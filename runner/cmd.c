@@ -33,6 +33,9 @@ void hsr_cmd_free(struct hsr_cmd *cmd)
 		hsr_spool_close(&cmd->sp[s]);
 	}
 	close_fd(&cmd->stdin_fd);
+	close_fd(&cmd->pty_fd);
+	free(cmd->pty_cmd);
+	free(cmd->pty_feed);
 	/* Closing the control pipe tells a still running shim to kill the
 	 * command: nobody is left to collect its output. */
 	close_fd(&cmd->ctl_fd);
@@ -52,6 +55,27 @@ static uint64_t peek_id(const uint8_t *p, size_t len)
 
 	hsr_reader_init(&r, p, len);
 	return hsr_get_u64(&r);
+}
+
+/* The fields of a new command without a shim of its own yet (the session
+ * shell's, or a terminal command whose descriptors are set), linked in. */
+static void cmd_setup(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_exec_req *req,
+		      struct hsr_cmd *cmd)
+{
+	cmd->id = req->id;
+	cmd->owner = c;
+	cmd->credit = req->credit;
+	cmd->grace_ms = req->grace_ms;
+	if (cmd->pty_fd < 0) { /* not a terminal already opened */
+		for (int s = 0; s <= 3; s++)
+			cmd->pipe_fd[s] = -1;
+		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;
+	}
+	hsr_spool_init(&cmd->sp[1], req->head, req->tail);
+	hsr_spool_init(&cmd->sp[2], req->head, req->tail);
+	hsr_spool_init(&cmd->sp[3], 0, 0);
+	cmd->next = d->cmds;
+	d->cmds = cmd;
 }
 
 void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, size_t len)
@@ -83,25 +107,42 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 		goto out;
 	}
 	cmd->report_wait = (req->flags & HSR_EXEC_REPORT_WAIT) != 0;
+	cmd->pty_fd = -1;
+	if (req->flags & HSR_EXEC_PTY) {
+		cmd->pty = 1;
+		cmd->rows = req->rows;
+		cmd->cols = req->cols;
+		cmd->pty_deadline_ms = req->deadline_ms;
+	}
+	if ((req->flags & HSR_EXEC_SESSION) && cmd->pty && req->argv[1] &&
+	    !(cmd->pty_cmd = strdup(req->argv[1]))) {
+		hsr_conn_error(c, req->id, HSR_E_LIMIT, "out of memory");
+		goto fail;
+	}
 	if (req->flags & HSR_EXEC_SESSION) {
 		if (!req->argv[1] || !req->argv[2] || !req->argv[3]) {
 			hsr_conn_error(c, req->id, HSR_E_PROTO, "malformed session exec request");
 			goto fail;
 		}
-		cmd->id = req->id;
-		cmd->owner = c;
-		cmd->credit = req->credit;
-		cmd->grace_ms = req->grace_ms;
+		cmd_setup(d, c, req, cmd);
+		hsr_shell_exec(d, c, req, cmd);
+		return;
+	}
+	if (cmd->pty) {
+		char why[512];
+
 		for (int s = 0; s <= 3; s++)
 			cmd->pipe_fd[s] = -1;
 		cmd->stdin_fd = cmd->ctl_fd = cmd->status_fd = -1;
-		hsr_spool_init(&cmd->sp[1], req->head, req->tail);
-		hsr_spool_init(&cmd->sp[2], req->head, req->tail);
-		hsr_spool_init(&cmd->sp[3], 0, 0);
-		cmd->next = d->cmds;
-		d->cmds = cmd;
-		hsr_shell_exec(d, c, req, cmd);
-		return;
+		cmd->grace_ms = req->grace_ms;
+		if (hsr_pty_spawn(d, cmd, req->argv, req->envp,
+				  (req->flags & HSR_EXEC_MERGE_ENV) != 0, req->cwd, why,
+				  sizeof(why)) < 0) {
+			hsr_conn_error(c, req->id, HSR_E_EXEC, "%s", why);
+			goto fail;
+		}
+		cmd_setup(d, c, req, cmd);
+		goto out;
 	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
 	    pipe2(ctl, O_CLOEXEC) < 0 || pipe2(status, O_CLOEXEC) < 0 ||
@@ -170,6 +211,8 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	d->cmds = cmd;
 	goto out;
 fail:
+	if (cmd)
+		free(cmd->pty_cmd);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&out[i]);
 		close_fd(&err[i]);
@@ -229,6 +272,9 @@ static int write_stdin(struct hsr_cmd *cmd)
  * its stdin until it starts (hsr_cmd_stdin_kick). */
 static int stdin_waits(const struct hsr_cmd *cmd)
 {
+	/* A terminal command of the session: until its terminal exists. */
+	if (cmd->pty && cmd->session && !cmd->done)
+		return 1;
 	return cmd->session && cmd->req && !cmd->done && cmd->stdin_fd < 0 &&
 	       (cmd->req->flags & HSR_EXEC_STDIN_PIPE);
 }
@@ -243,7 +289,14 @@ void hsr_cmd_stdin(struct hsr_cmd *cmd, struct hsr_conn *c, const void *p, size_
 {
 	if ((cmd->stdin_fd < 0 && !stdin_waits(cmd)) || cmd->stdin_eof)
 		return; /* stdin is /dev/null, closed, or the command is gone */
-	if (eof) {
+	if (eof && cmd->pty) {
+		/* A terminal has no end of its input: its EOF character makes
+		 * a read at the start of a line return nothing. */
+		uint8_t veof = hsr_pty_veof(cmd);
+
+		hsr_buf_put(&cmd->stdin_buf, &veof, 1);
+		cmd->stdin_conn = c;
+	} else if (eof) {
 		cmd->stdin_eof = 1;
 	} else {
 		/* Compact before the buffer would grow, so its size stays
@@ -295,6 +348,9 @@ void hsr_cmd_control(struct hsr_daemon *d, struct hsr_cmd *cmd, uint8_t op, uint
 	uint8_t msg[5] = { op, (uint8_t)arg, (uint8_t)(arg >> 8), (uint8_t)(arg >> 16),
 			   (uint8_t)(arg >> 24) };
 
+	/* On a terminal a signal is for what runs in its foreground. */
+	if (op == HSR_SHIM_SIGNAL && hsr_pty_signal(cmd, (int)arg) == 0)
+		return;
 	if (cmd->session) {
 		hsr_shell_control(d, cmd, op, arg);
 		return;
@@ -423,6 +479,7 @@ static void read_status(struct hsr_cmd *cmd)
 	close_fd(&cmd->status_fd);
 	/* The command is over; its stdin has no reader that matters. */
 	stdin_drop(cmd);
+	close_fd(&cmd->pty_fd);
 }
 
 static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
@@ -468,6 +525,8 @@ void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *
 			continue;
 		if (pfd[i].fd == cmd->status_fd) {
 			read_status(cmd);
+			if (cmd->done)
+				hsr_pty_cleanup(d, cmd);
 			continue;
 		}
 		if (pfd[i].fd == cmd->stdin_fd) {

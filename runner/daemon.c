@@ -315,6 +315,15 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 		else
 			hsr_shell_job_signal(d, c, m.id, (int)m.signo);
 		break;
+	case HSR_F_RESIZE:
+		if (!(cmd = need_cmd(d, c, m.id)))
+			break;
+		if (cmd->pty)
+			hsr_pty_resize(cmd, m.rows, m.cols);
+		else
+			hsr_conn_error(c, m.id, HSR_E_PROTO, "command %llu has no terminal to resize",
+				       (unsigned long long)m.id);
+		break;
 	case HSR_F_JOBS:
 		hsr_shell_jobs(d, c, m.value);
 		break;

@@ -44,6 +44,15 @@ struct hsr_cmd {
 	int waiting;            /* the last WAITING sent said 1 */
 	int64_t stop_at;        /* one-shot: its deadline (0: none), or when it was told to
 	                           stop; from then on what WAITING said stands */
+	/* A command on a pseudo-terminal (HSR_EXEC_PTY, pty.c). */
+	int pty;
+	int pty_fd;             /* the master, for RESIZE, SIGNAL and WAITING; -1 none yet */
+	unsigned long pty_rdev; /* the slave's device number */
+	uint16_t rows, cols;    /* the window size, also before the terminal exists */
+	int64_t pty_deadline_ms;/* relative, from the EXEC */
+	int pty_ready;          /* session: the state dump for its shell was taken */
+	char *pty_cmd;          /* session: the command itself (req->argv[1] runs the dump) */
+	char *pty_feed;         /* session: the dump command fed to the session shell */
 };
 
 struct hsr_put {
@@ -178,6 +187,36 @@ void hsr_egress_io(struct hsr_daemon *d, const struct pollfd *pfd, int n);
 /* The stream c is closing: its connections go with it. */
 void hsr_egress_conn_gone(struct hsr_daemon *d, struct hsr_conn *c);
 void hsr_egress_free(struct hsr_daemon *d);
+
+/* pty.c: commands on a pseudo-terminal. */
+/* Starts argv on a new terminal of cmd's size under a shim; cmd gets its
+ * descriptors (the master as stream 1 and as stdin).  Returns 0, or -1
+ * with a one-line message in err. */
+int hsr_pty_spawn(struct hsr_daemon *d, struct hsr_cmd *cmd, char **argv, char **envp,
+		  int merge_env, const char *cwd, char *err, size_t errlen);
+void hsr_pty_resize(struct hsr_cmd *cmd, uint16_t rows, uint16_t cols);
+/* Sends sig to the terminal's foreground process group; returns 0, or -1
+ * when there is none (the caller signals the command instead). */
+int hsr_pty_signal(struct hsr_cmd *cmd, int sig);
+/* The terminal's end-of-file character (VEOF). */
+uint8_t hsr_pty_veof(const struct hsr_cmd *cmd);
+/* 1 when the foreground process group blocks reading the terminal with
+ * nothing of ours pending. */
+int hsr_pty_waiting(const struct hsr_cmd *cmd);
+/* Session: the PTY command, now that its shell's state is dumped into
+ * RUNDIR/sh.pty, runs as `SHELL -c '. FILE'` on its terminal (a one-shot
+ * command from here on).  On failure the command ends with the reason. */
+void hsr_pty_from_session(struct hsr_daemon *d, struct hsr_cmd *cmd, const char *shell,
+			  char **envp, const char *agent_trap);
+/* Removes a session PTY command's files. */
+void hsr_pty_cleanup(struct hsr_daemon *d, struct hsr_cmd *cmd);
+
+/* shell.c: append s single-quoted for the shell / as it is. */
+void hsr_put_sq(struct hsr_buf *b, const char *s);
+void hsr_put_s(struct hsr_buf *b, const char *s);
+/* shell.c: 1 when process pid is blocked in read() on a descriptor whose
+ * file has inode ino (ino 0: any) or, rdev non-zero, is that device. */
+int hsr_proc_reading(pid_t pid, unsigned long ino, unsigned long rdev);
 
 /* files.c */
 void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);

@@ -7,7 +7,7 @@
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
 	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
 	runner/stop.c runner/hmac.c runner/dirchain.c runner/shell.c runner/proctab.c \
-	runner/egress.c
+	runner/egress.c runner/pty.c
 RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/hmac.h runner/dirchain.h
 RUNNER_DEFS = -D_GNU_SOURCE -DHSR_VERSION='"$(PACKAGE_VERSION)"'
 

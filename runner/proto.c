@@ -67,6 +67,13 @@ void hsr_buf_u8(struct hsr_buf *b, uint8_t v)
 	hsr_buf_put(b, &v, 1);
 }
 
+void hsr_buf_u16(struct hsr_buf *b, uint16_t v)
+{
+	uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+
+	hsr_buf_put(b, x, 2);
+}
+
 void hsr_buf_u32(struct hsr_buf *b, uint32_t v)
 {
 	uint8_t x[4];
@@ -142,6 +149,13 @@ uint8_t hsr_get_u8(struct hsr_reader *r)
 	const uint8_t *p = reader_take(r, 1);
 
 	return p ? p[0] : 0;
+}
+
+uint16_t hsr_get_u16(struct hsr_reader *r)
+{
+	const uint8_t *p = reader_take(r, 2);
+
+	return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
 }
 
 uint32_t hsr_get_u32(struct hsr_reader *r)
@@ -247,10 +261,10 @@ int hsr_decoder_next(struct hsr_decoder *d, struct hsr_frame *f)
 /* Checks the structure of an EXEC payload without copying anything. */
 static int exec_check(struct hsr_reader *r)
 {
-	uint32_t n, len;
+	uint32_t n, len, flags;
 
 	hsr_get_u64(r);
-	hsr_get_u32(r);
+	flags = hsr_get_u32(r);
 	for (int i = 0; i < 6; i++)
 		hsr_get_u64(r);
 	hsr_get_str(r, &len);
@@ -260,6 +274,13 @@ static int exec_check(struct hsr_reader *r)
 			return -1;
 		for (uint32_t i = 0; i < n && !r->err; i++)
 			hsr_get_str(r, &len);
+	}
+	if (flags & HSR_EXEC_PTY) {
+		uint16_t rows = hsr_get_u16(r), cols = hsr_get_u16(r);
+
+		if (rows < HSR_PTY_MIN || rows > HSR_PTY_MAX || cols < HSR_PTY_MIN ||
+		    cols > HSR_PTY_MAX)
+			return -1;
 	}
 	return r->err ? -1 : 0;
 }
@@ -395,6 +416,14 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_WAITING:
 		m->id = hsr_get_u64(&r);
 		m->final = hsr_get_u8(&r);
+		break;
+	case HSR_F_RESIZE:
+		m->id = hsr_get_u64(&r);
+		m->rows = hsr_get_u16(&r);
+		m->cols = hsr_get_u16(&r);
+		if (m->rows < HSR_PTY_MIN || m->rows > HSR_PTY_MAX || m->cols < HSR_PTY_MIN ||
+		    m->cols > HSR_PTY_MAX)
+			return -1;
 		break;
 	case HSR_F_JOBS:
 		m->value = hsr_get_u64(&r);
@@ -545,6 +574,11 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 		hsr_buf_u64(b, m->id);
 		hsr_buf_u8(b, m->final);
 		break;
+	case HSR_F_RESIZE:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u16(b, m->rows);
+		hsr_buf_u16(b, m->cols);
+		break;
 	case HSR_F_JOBS:
 		hsr_buf_u64(b, m->value);
 		if (from_daemon) {
@@ -591,6 +625,16 @@ void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 		     uint64_t tail, uint64_t credit, const char *cwd,
 		     const char *const *argv, const char *const *envp)
 {
+	hsr_exec_encode_pty(b, id, flags & ~HSR_EXEC_PTY, deadline_ms, grace_ms, head, tail,
+			    credit, cwd, argv, envp, 0, 0);
+}
+
+void hsr_exec_encode_pty(struct hsr_buf *b, uint64_t id, uint32_t flags,
+			 int64_t deadline_ms, int64_t grace_ms, uint64_t head,
+			 uint64_t tail, uint64_t credit, const char *cwd,
+			 const char *const *argv, const char *const *envp,
+			 uint16_t rows, uint16_t cols)
+{
 	size_t start = hsr_frame_begin(b, HSR_F_EXEC);
 	uint32_t n;
 
@@ -613,6 +657,10 @@ void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 	hsr_buf_u32(b, n);
 	for (uint32_t i = 0; i < n; i++)
 		hsr_buf_str(b, envp[i]);
+	if (flags & HSR_EXEC_PTY) {
+		hsr_buf_u16(b, rows);
+		hsr_buf_u16(b, cols);
+	}
 	hsr_frame_end(b, start);
 }
 
@@ -694,6 +742,10 @@ struct hsr_exec_req *hsr_exec_decode(const uint8_t *p, size_t len)
 		    q->envp[i][0] == '=')
 			goto bad;
 	}
+	if (q->flags & HSR_EXEC_PTY) {
+		q->rows = hsr_get_u16(&r);
+		q->cols = hsr_get_u16(&r);
+	}
 	if (q->deadline_ms < 0 || q->grace_ms < 0)
 		goto bad;
 	return q;
@@ -735,7 +787,7 @@ const char *hsr_frame_name(int type)
 		"?", "HELLO", "ERROR", "EXEC", "STDIN", "STDIN_EOF", "SIGNAL",
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
 		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
-		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING", "?", "?", "?", "?",
+		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING", "RESIZE", "?", "?", "?",
 		"EGRESS_LISTEN", "EGRESS_CONN", "EGRESS_DATA", "EGRESS_EOF", "EGRESS_CLOSE",
 	};
 

@@ -24,9 +24,13 @@
  * Version 2 added the authenticated channel (KEY, CHALLENGE, AUTH); version
  * 1 had none, so it is no longer spoken: a version 1 peer is refused with
  * HSR_E_VERSION rather than served unauthenticated.  Version 3 added the
- * session shell (HSR_EXEC_SESSION) and the shell fields of EXIT. */
+ * session shell (HSR_EXEC_SESSION) and the shell fields of EXIT.  Version 4
+ * added the pseudo-terminal (HSR_EXEC_PTY, RESIZE): a core sends neither to
+ * an older daemon. */
 #define HSR_PROTO_MIN 3
-#define HSR_PROTO_MAX 3
+#define HSR_PROTO_MAX 4
+/* The first version with HSR_EXEC_PTY and RESIZE. */
+#define HSR_PROTO_PTY 4
 
 /* No frame (length field value) may exceed this; the decoder refuses it. */
 #define HSR_MAX_FRAME (4u * 1024u * 1024u)
@@ -68,7 +72,9 @@ enum hsr_frame_type {
 	HSR_F_WAITING = 25,  /* daemon: u64 id, u8 waiting (1: the command is blocked
 	                        reading its stdin with nothing pending; 0: no longer).
 	                        Sent only for an EXEC with HSR_EXEC_REPORT_WAIT */
-	/* 26-29: reserved for other frames of protocol version 3. */
+	HSR_F_RESIZE = 26,   /* client: u64 id, u16 rows, u16 cols (a PTY command's
+	                        window size) */
+	/* 27-29: reserved. */
 	HSR_F_EGRESS_LISTEN = 30, /* client: u64 token; daemon: u64 token, u32 port.  The
 	                             daemon listens on 127.0.0.1:port (its own network
 	                             namespace) and tunnels every connection to this stream */
@@ -111,6 +117,12 @@ enum hsr_error_code {
                                     for this command only */
 #define HSR_EXEC_REPORT_WAIT 0x10u /* send WAITING frames for this command (a daemon
                                       that does not know the flag ignores it) */
+#define HSR_EXEC_PTY 0x20u      /* run on a new pseudo-terminal; the payload ends with
+                                   u16 rows, u16 cols (protocol 4) */
+
+/* Bounds of a PTY window size (rows and cols each). */
+#define HSR_PTY_MIN 1
+#define HSR_PTY_MAX 1000
 
 /* PUT flags. */
 #define HSR_PUT_FIRST 0x1u /* first chunk: create the temporary file */
@@ -148,6 +160,7 @@ void hsr_buf_free(struct hsr_buf *b);
 void hsr_buf_consume(struct hsr_buf *b, size_t n);
 void hsr_buf_put(struct hsr_buf *b, const void *p, size_t n);
 void hsr_buf_u8(struct hsr_buf *b, uint8_t v);
+void hsr_buf_u16(struct hsr_buf *b, uint16_t v);
 void hsr_buf_u32(struct hsr_buf *b, uint32_t v);
 void hsr_buf_u64(struct hsr_buf *b, uint64_t v);
 void hsr_buf_str(struct hsr_buf *b, const char *s);
@@ -166,6 +179,7 @@ struct hsr_reader {
 
 void hsr_reader_init(struct hsr_reader *r, const void *p, size_t len);
 uint8_t hsr_get_u8(struct hsr_reader *r);
+uint16_t hsr_get_u16(struct hsr_reader *r);
 uint32_t hsr_get_u32(struct hsr_reader *r);
 uint64_t hsr_get_u64(struct hsr_reader *r);
 /* Returns a pointer to len bytes of string data (not terminated). */
@@ -208,6 +222,7 @@ struct hsr_msg {
 	uint32_t vmin, vmax; /* HELLO */
 	uint32_t code;       /* ERROR */
 	uint32_t signo;      /* SIGNAL */
+	uint16_t rows, cols; /* RESIZE */
 	uint32_t flags;      /* PUT */
 	uint32_t mode;       /* PUT */
 	int32_t exit_code;   /* EXIT */
@@ -242,6 +257,7 @@ struct hsr_exec_req {
 	int64_t grace_ms;
 	uint64_t head, tail;
 	uint64_t credit;
+	uint16_t rows, cols; /* HSR_EXEC_PTY: the window size */
 	char *cwd;
 	char **argv; /* NULL-terminated */
 	char **envp; /* NULL-terminated */
@@ -251,6 +267,12 @@ void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 		     int64_t deadline_ms, int64_t grace_ms, uint64_t head,
 		     uint64_t tail, uint64_t credit, const char *cwd,
 		     const char *const *argv, const char *const *envp);
+/* The same with the window size that HSR_EXEC_PTY in flags appends. */
+void hsr_exec_encode_pty(struct hsr_buf *b, uint64_t id, uint32_t flags,
+			 int64_t deadline_ms, int64_t grace_ms, uint64_t head,
+			 uint64_t tail, uint64_t credit, const char *cwd,
+			 const char *const *argv, const char *const *envp,
+			 uint16_t rows, uint16_t cols);
 /* Returns a new request (free() it), or NULL when the payload is malformed
  * (empty argv, an environment entry without '=', an embedded NUL) or
  * memory ran out; errno says which (EINVAL or ENOMEM). */

@@ -103,6 +103,8 @@ struct hsr_shim_spec {
 	int merge_env;   /* envp overrides the daemon's environ */
 	const char *cwd;
 	int fd_in, fd_out, fd_err, fd_state; /* child ends; fd_state -1 for none */
+	int pty;         /* fd_in is a terminal's slave: the child makes it its
+	                    controlling terminal */
 	int ctl_fd;      /* read end of the daemon's control pipe */
 	int status_fd;   /* write end of the status pipe */
 	int64_t deadline; /* absolute monotonic ms, 0 for none */

@@ -153,6 +153,16 @@ static void put_s(struct hsr_buf *b, const char *s)
 	hsr_buf_put(b, s, strlen(s));
 }
 
+void hsr_put_sq(struct hsr_buf *b, const char *s)
+{
+	put_sq(b, s);
+}
+
+void hsr_put_s(struct hsr_buf *b, const char *s)
+{
+	put_s(b, s);
+}
+
 /* Appends the quoted path RUNDIR/name. */
 static void put_path(struct hsr_daemon *d, struct hsr_buf *b, const char *name)
 {
@@ -440,9 +450,10 @@ static void joblog_read(struct joblog *j)
 
 static const char ret_file[] = "\\builtin return \"$1\"\n";
 
-/* The dump (sh.d): the whole state, as commands, into sh.saved.  The
- * variables it uses are set after `declare -p` ran. */
-static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b)
+/* The dump (sh.d): the whole state, as commands, into RUNDIR/target
+ * (sh.saved; sh.pty for a terminal command's shell).  The variables it
+ * uses are set after `declare -p` ran. */
+static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b, const char *target)
 {
 	put_s(b, "{ \\builtin printf '#%s\\n' \"$?\"; \\builtin declare -p; \\builtin declare -f; \\builtin alias -p; "
 		 "\\builtin trap -p; \\builtin umask -p; \\builtin shopt -p; "
@@ -454,7 +465,7 @@ static void put_dump_file(struct hsr_daemon *d, struct hsr_buf *b)
 		 "\\builtin printf '\\\\builtin pushd -n -- %q\\n' \"$(\\builtin dirs -l +$__hs_i)\"; done; "
 		 "\\builtin printf '\\\\builtin set --'; \\builtin printf ' %q' \"$@\"; "
 		 "\\builtin printf '\\n'; \\builtin set +o; \\builtin printf '#end\\n'; } >|");
-	put_path(d, b, "sh.saved");
+	put_path(d, b, target);
 	put_s(b, " 2>/dev/null\n");
 }
 
@@ -755,8 +766,11 @@ static int shell_init(struct hsr_daemon *d, const struct hsr_exec_req *req)
 		hsr_buf_init(&x);
 		hsr_buf_init(&dump);
 		put_exit_file(d, &x);
-		put_dump_file(d, &dump);
+		put_dump_file(d, &dump, "sh.saved");
 		int bad = dump.failed || write_file(d, "sh.d", dump.data, dump.len) < 0;
+		dump.len = 0;
+		put_dump_file(d, &dump, "sh.pty");
+		bad = bad || dump.failed || write_file(d, "sh.pd", dump.data, dump.len) < 0;
 		hsr_buf_free(&dump);
 		if (bad || x.failed || write_file(d, "sh.x", x.data, x.len) < 0 ||
 		    write_file(d, "sh.ret", ret_file, sizeof(ret_file) - 1) < 0) {
@@ -1034,14 +1048,24 @@ static void finish(struct hsr_daemon *d, struct hsr_cmd *cmd)
 	close_fd(&cmd->hold_fd);
 	close_fd(&cmd->sync_fd);
 	close_fd(&cmd->stdin_fd);
-	hsr_buf_free(&cmd->stdin_buf);
-	cmd->stdin_pos = 0;
+	if (!cmd->pty) { /* a terminal command's goes to its terminal */
+		hsr_buf_free(&cmd->stdin_buf);
+		cmd->stdin_pos = 0;
+	}
 	unlink_fifos(d);
 	free(cmd->req);
 	cmd->req = NULL;
 	sh->cur = NULL;
 	sh->killing = 0;
 	sh->died = 0;
+	if (cmd->pty) {
+		/* A terminal command: its own shell, from the state just dumped,
+		 * in an empty environment (the dump has every variable). */
+		char *noenv[] = { NULL };
+
+		hsr_pty_from_session(d, cmd, sh->prog, noenv,
+				     sh->agent_exit_trap ? sh->agent_trap : NULL);
+	}
 	start_next(d);
 }
 
@@ -1074,6 +1098,41 @@ static void fail_cmd(struct hsr_daemon *d, struct hsr_cmd *cmd, const char *why)
 	cmd->st.exit_code = 126;
 	d->shell->cur = cmd;
 	finish(d, cmd);
+}
+
+/* A terminal command of the session runs in a shell of its own: what the
+ * session shell runs for it is a dump of its state into sh.pty (with the
+ * command's directory and variables applied), leaving $? and $_ as they
+ * were.  Returns 0 or -1. */
+static int pty_feed(struct hsr_daemon *d, struct hsr_shell *sh, struct hsr_cmd *cmd)
+{
+	struct hsr_buf b;
+	char st[16];
+
+	unlinkat(d->rd->dirfd, "sh.pty", 0);
+	hsr_buf_init(&b);
+	put_s(&b, "{ \\builtin . ");
+	put_path(d, &b, "sh.pd");
+	put_s(&b, "; \\builtin unset __hs_o __hs_f __hs_i; } 2>");
+	put_sq(&b, sh->null_path);
+	snprintf(st, sizeof(st), "%d", sh->status & 255);
+	put_s(&b, "; { \\builtin . ");
+	put_path(d, &b, "sh.ret");
+	put_s(&b, " ");
+	put_s(&b, st);
+	put_s(&b, " ");
+	put_sq(&b, sh->under);
+	put_s(&b, "; } 2>");
+	put_sq(&b, sh->null_path);
+	hsr_buf_put(&b, "", 1);
+	if (b.failed) {
+		hsr_buf_free(&b);
+		return -1;
+	}
+	free(cmd->pty_feed);
+	cmd->pty_feed = (char *)b.data;
+	cmd->req->argv[1] = cmd->pty_feed;
+	return 0;
 }
 
 /* Starts the oldest queued session command once the shell is ready. */
@@ -1122,6 +1181,11 @@ static void start_next(struct hsr_daemon *d)
 	sh->died = 0;
 	sh->incomplete_sent = 0;
 	sh->next_check = hsr_now_ms() + INCOMPLETE_CHECK_MS;
+	if (next->pty && pty_feed(d, sh, next) < 0) {
+		sh->cur = NULL;
+		fail_cmd(d, next, "cannot start the command on a terminal: out of memory");
+		return;
+	}
 	if (make_fifos(d, next, (next->req->flags & HSR_EXEC_STDIN_PIPE) != 0) < 0 ||
 	    feed_cmd(d, sh, next) < 0) {
 		char why[256];
@@ -1264,6 +1328,7 @@ static void record_done(struct hsr_daemon *d, struct hsr_shell *sh)
 		read_base(d, sh, 1);
 		read_base(d, sh, 2);
 		cmd->st.exit_code = sh->status;
+		cmd->pty_ready = cmd->pty;
 		finish(d, cmd);
 	}
 }
@@ -1358,9 +1423,8 @@ static void shell_died(struct hsr_daemon *d, int status)
 		finish(d, cmd);
 }
 
-/* Returns 1 when process pid is blocked in read() on a descriptor whose
- * file has inode ino (from /proc/PID/syscall, then the descriptor's link). */
-static int reading_inode(pid_t pid, unsigned long ino)
+/* From /proc/PID/syscall, then the descriptor's link. */
+int hsr_proc_reading(pid_t pid, unsigned long ino, unsigned long rdev)
 {
 	char path[64], buf[256];
 	struct stat st;
@@ -1381,7 +1445,18 @@ static int reading_inode(pid_t pid, unsigned long ino)
 	if (sscanf(buf, "%ld %lx", &nr, &a0) != 2 || nr != SYS_read)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%lu", (int)pid, a0);
-	return stat(path, &st) == 0 && (unsigned long)st.st_ino == ino;
+	if (stat(path, &st) < 0)
+		return 0;
+	if (rdev)
+		return S_ISCHR(st.st_mode) && (unsigned long)st.st_rdev == rdev;
+	return (unsigned long)st.st_ino == ino;
+}
+
+/* Returns 1 when process pid is blocked in read() on a descriptor whose
+ * file has inode ino (from /proc/PID/syscall, then the descriptor's link). */
+static int reading_inode(pid_t pid, unsigned long ino)
+{
+	return hsr_proc_reading(pid, ino, 0);
 }
 
 /* Nothing is waiting to be fed and bash is blocked reading its program:
@@ -1409,6 +1484,8 @@ static int waiting_input(struct hsr_cmd *cmd, pid_t top, int top_too, unsigned l
 	pid_t self = getpid();
 	int queued = 0, n, hit = 0;
 
+	if (cmd->pty_fd >= 0)
+		return hsr_pty_waiting(cmd);
 	if (cmd->stdin_fd < 0 || cmd->done || cmd->stdin_pos < cmd->stdin_buf.len ||
 	    fstat(cmd->stdin_fd, &st) < 0 || ioctl(cmd->stdin_fd, FIONREAD, &queued) < 0 || queued > 0)
 		return 0;

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -178,6 +179,10 @@ static void child_exec(const struct hsr_shim_spec *s)
 	umask(022);
 	if (dup2(s->fd_in, 0) < 0 || dup2(s->fd_out, 1) < 0 || dup2(s->fd_err, 2) < 0)
 		_exit(126);
+	if (s->pty && ioctl(0, TIOCSCTTY, 0) < 0) {
+		write_str(2, "cannot take the terminal: ", strerror(errno), "", "");
+		_exit(126);
+	}
 	if (s->fd_state >= 0) {
 		if (dup2(s->fd_state, 3) < 0)
 			_exit(126);
@@ -384,8 +389,10 @@ static int supervise(const struct hsr_shim_spec *s, int stop_sigs, struct hsr_sh
 	 * same descriptors); a shim holds only the command's ends. */
 	if (s->ctl_fd >= 0) {
 		close(s->fd_in);
-		close(s->fd_out);
-		close(s->fd_err);
+		if (s->fd_out != s->fd_in)
+			close(s->fd_out);
+		if (s->fd_err != s->fd_in && s->fd_err != s->fd_out)
+			close(s->fd_err);
 		if (s->fd_state >= 0)
 			close(s->fd_state);
 		fcntl(s->ctl_fd, F_SETFL, O_NONBLOCK);

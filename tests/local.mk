@@ -5,6 +5,9 @@ TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/a
 	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test tests/core/spdx.test \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
 	tests/core/screen.test tests/core/check-typed.test
+# PTY commands and jobs, resize and stdin writes (issue 24).
+TESTS += tests/core/pty.test tests/core/run-pty.test
+EXTRA_DIST += tests/core/pty.test tests/core/run-pty.test tests/ptycases.py
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
 	tests/abi/sdk-install.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \

@@ -216,6 +216,8 @@ gen_rows(yajl_gen g, const struct row *rows, size_t n)
 			hs_json_kbool(g, "runner", r->rep.runner);
 			hs_json_kstr(g, "shell", shell_model(r));
 			json_egress(g, r->p.name);
+			/* A terminal (pty) is the runner's: exec mode has none. */
+			hs_json_kbool(g, "pty", !strcmp(shell_model(r), "persistent"));
 			json_detail(g, r->rep.detail);
 		}
 		yajl_gen_map_close(g);

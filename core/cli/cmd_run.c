@@ -26,6 +26,7 @@
 #include "core/safety/redact.h"
 #include "core/pipeline.h"
 #include "core/session.h"
+#include "core/cli/run-pty.h"
 
 extern char **environ;
 
@@ -46,6 +47,7 @@ struct run_sink {
 	int json;
 	struct hs_capture cap[3];
 	int write_failed;
+	struct hs_run_pty *pty; /* --pty: input and resize through run-pty.c */
 };
 
 static int
@@ -79,9 +81,19 @@ run_output(void *ctx, int stream, const void *buf, size_t len)
 	return 0;
 }
 
+static int
+run_resize(void *ctx, uint16_t *rows, uint16_t *cols)
+{
+	struct run_sink *s = ctx;
+	return hs_run_pty_resize(s->pty, rows, cols);
+}
+
 static long
 run_input(void *ctx, void *buf, size_t len)
 {
+	struct run_sink *s = ctx;
+	if (s->pty)
+		return hs_run_pty_input(s->pty, buf, len);
 	ssize_t n;
 	do
 		n = read(0, buf, len);
@@ -173,6 +185,9 @@ usage(FILE *f)
 	        "      --memory SIZE      memory limit, e.g. 512m, 2g\n"
 	        "      --cpus N           CPU limit, e.g. 1.5\n"
 	        "      --isolate          local backend: isolate with namespaces\n"
+	        "      --pty              run on a terminal in the sandbox, this terminal passed\n"
+	        "                         through (raw; keystrokes judged like commands before\n"
+	        "                         they are sent; window size followed); needs a tty\n"
 	        "  -h, --help             show this help\n"
 	        "\n"
 	        "exit status: the command's (128+N after signal N); 124 timed out; 77 denied by\n"
@@ -232,6 +247,21 @@ run_exec(struct hs_session *s, struct hs_run_io *io)
 	};
 	io->cmd.stdin_pipe = sink.input_fd >= 0;
 	io->cmd.running = run_signals;
+	if (io->rs.pty) {
+		if (s->cn.exec_mode) {
+			char why[512];
+			hs_conn_pty_unsupported(&s->cn, why, sizeof(why));
+			hs_die_msg("%s", why);
+			return HS_EXIT_FAIL;
+		}
+		io->rs.pty->s = s;
+		sink.input_fd = 0;
+		sink.resize = run_resize;
+		sink.resize_fd = hs_run_pty_winch_fd();
+		io->cmd.stdin_pipe = 1;
+		io->cmd.running = hs_run_pty_running;
+		io->cmd.running_ctx = io->rs.pty;
+	}
 	int oc = hs_session_exec(s, &io->cmd, &sink, &res);
 	if (res.restored)
 		hs_warn("the command changed %u of hs's own files; they were put back", res.restored);
@@ -284,7 +314,7 @@ run_in_session(struct hs_core *c, const char *name, const char *backend, struct 
 	io->rs.json = io->cmd.bounded;
 	for (int i = 1; io->rs.json && i <= 2; i++)
 		hs_capture_init(&io->rs.cap[i], (size_t)s.lim.output_limit);
-	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (cancel_pipe[0] < 0 && pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		hs_die_msg("cannot create a pipe: %s", strerror(errno));
 		rc = HS_EXIT_FAIL;
 	} else {
@@ -316,13 +346,14 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'P' },
 		{ "isolate", no_argument, NULL, 'i' },
 		{ "allow-host", required_argument, NULL, 'H' },
+		{ "pty", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sets[64], *mounts[32], *allow[64], *session = NULL, *backend = NULL, *cwd = NULL;
 	size_t n_sets = 0, n_mounts = 0, n_allow = 0;
 	struct hs_env_spec spec = { .struct_size = sizeof(spec) };
-	int json = 0, o, rc = HS_EXIT_FAIL;
+	int json = 0, pty = 0, o, rc = HS_EXIT_FAIL;
 	char err[1024];
 
 	optind = 1;
@@ -390,6 +421,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 			allow[n_allow++] = optarg;
 			break;
 		}
+		case 'T': pty = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: return HS_EXIT_USAGE;
 		}
@@ -419,7 +451,23 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	                                 .keep_state = session != NULL } };
 	io.allow = n_allow ? allow : NULL;
 	io.n_allow = n_allow;
+	struct hs_run_pty tp;
+	if (pty) {
+		if (json) {
+			hs_die_msg("--pty passes a terminal through; it cannot be combined with --json");
+			free(command);
+			return HS_EXIT_USAGE;
+		}
+		if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+		    hs_run_pty_begin(&tp, cancel_pipe[1], &io.cmd.pty_rows, &io.cmd.pty_cols) < 0) {
+			free(command);
+			return HS_EXIT_FAIL;
+		}
+		io.rs.pty = &tp;
+	}
 	rc = run_in_session(c, session, backend, &spec, &io);
+	if (pty)
+		hs_run_pty_end(&tp);
 	free(command);
 	return rc;
 }

@@ -92,6 +92,7 @@ sess_free(struct sess *ss, int reply)
 	for (int i = 0; i < 2; i++)
 		if (ss->cancel_pipe[i] >= 0)
 			close(ss->cancel_pipe[i]);
+	srv_guards_free(ss);
 	hs_session_free(&ss->hs);
 	pthread_mutex_destroy(&ss->mu);
 	pthread_cond_destroy(&ss->cv);
@@ -324,6 +325,8 @@ static const struct {
 	{ "put_file", op_queue },
 	{ "get_file", op_queue },
 	{ "job", op_queue },
+	{ "resize", op_queue },
+	{ "write_stdin", op_queue },
 	{ "cancel", op_cancel },
 	{ "approve", op_approve },
 	{ "check", op_check },

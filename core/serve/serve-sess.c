@@ -102,6 +102,7 @@ struct srv_sink {
 	uint64_t stream_dropped; /* output bytes not sent as events (slow client) */
 	struct hs_capture cap[3];
 	struct hs_mem_input in; /* the exec's "stdin" */
+	int pty;                /* on a terminal: its stream is stdout */
 };
 
 static int
@@ -435,6 +436,11 @@ exec_request(struct sess *ss, struct req *r, struct hs_cmd_req *rq, char **kv, c
 		sets[i] = kv[i];
 	rq->sets = sets;
 	rq->n_sets = (size_t)ne;
+	if (srv_pty_request(ss, r, rq) < 0) {
+		for (int i = 0; i < ne; i++)
+			free(kv[i]);
+		return -1;
+	}
 	return 0;
 }
 
@@ -446,6 +452,8 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 	hs_capture_json_result(g, &res->out, k->cap, res->restored);
 	if (k->stream)
 		hs_json_kint(g, "stream_dropped", (long long)k->stream_dropped);
+	if (k->pty)
+		hs_json_kbool(g, "pty", 1);
 	hs_job_left_json(g, &res->out);
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
@@ -455,7 +463,8 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 static void
 exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 {
-	struct srv_sink k = { .ss = ss, .id = r->id, .stream = hs_serve_true(r->root, "stream") };
+	struct srv_sink k = { .ss = ss, .id = r->id, .stream = hs_serve_true(r->root, "stream"),
+	                      .pty = rq->pty_rows != 0 };
 	void *stdin_owned = NULL;
 	if (hs_serve_bytes(r->root, "stdin", &k.in.data, &k.in.len, &stdin_owned) < 0) {
 		srv_reply_error(ss->srv, r->id, "invalid_request", "stdin_b64 is not valid base64");
@@ -655,6 +664,7 @@ close_session(struct sess *ss, struct req *r, int keep)
 	 * and the record forgotten, both under the session's lock.  A failed
 	 * teardown keeps the record, so `hs session close` can try again. */
 	int failed = hs_session_close(&ss->hs, keep, err, sizeof(err)) < 0;
+	srv_guards_free(ss);
 	if (failed && !r)
 		hs_warn("session '%s': %s", ss->name, err);
 	if (!r)
@@ -789,6 +799,8 @@ static const struct {
 	{ "put_file", do_put, 1 },
 	{ "get_file", do_get, 1 },
 	{ "job", do_job, 1 },
+	{ "resize", srv_do_resize, 1 },
+	{ "write_stdin", srv_do_write_stdin, 1 },
 	{ "close", do_close, 0 },
 };
 

@@ -31,7 +31,9 @@ TESTS += tests/docker/test-demux tests/docker/docker.test tests/docker/serve.tes
 	tests/docker/exec.test tests/docker/runchan.test tests/docker/close.test tests/docker/risk-approval.test
 EXTRA_DIST += tests/docker/docker.test tests/docker/serve.test tests/docker/exec.test \
 	tests/docker/runchan.test tests/docker/close.test tests/docker/risk-approval.test \
-	tests/docker/lib.sh
+	tests/docker/lib.sh tests/docker/pty.test
+# PTY commands and jobs on docker (issue 24).
+TESTS += tests/docker/pty.test
 
 # libFuzzer target (clang), built and run by `make fuzz` (tests/fuzz/local.mk).
 fuzz-docker: $(srcdir)/plugins/docker/fuzz-demux.c $(srcdir)/plugins/docker/demux.c

@@ -136,6 +136,11 @@ static void random_msg(struct hsr_msg *m, uint8_t type, uint8_t *data, size_t ca
 	case HSR_F_SHUTDOWN:
 		m->value = (uint32_t)rnd();
 		break;
+	case HSR_F_RESIZE:
+		m->id = rnd();
+		m->rows = (uint16_t)(1 + rnd() % HSR_PTY_MAX);
+		m->cols = (uint16_t)(1 + rnd() % HSR_PTY_MAX);
+		break;
 	}
 }
 
@@ -243,6 +248,70 @@ static void test_exec(void **state)
 	assert_null(exec_roundtrip(argv, bad_env));
 	assert_null(exec_roundtrip(argv, bad_env2));
 	assert_null(exec_roundtrip(no_argv, envp));
+}
+
+/* Decodes the one frame in b into m (and an EXEC into *q when q is not
+ * NULL); returns hsr_msg_decode's answer. */
+static int decode_one(struct hsr_buf *b, struct hsr_msg *m, struct hsr_exec_req **q)
+{
+	struct hsr_decoder d;
+	struct hsr_frame f;
+	int rc = -1;
+
+	hsr_decoder_init(&d, 0);
+	if (hsr_decoder_feed(&d, b->data, b->len) == 0 && hsr_decoder_next(&d, &f) == 1)
+		rc = hsr_msg_decode(&f, 0, m);
+	if (q)
+		*q = rc == 0 ? hsr_exec_decode(m->data, m->len) : NULL;
+	hsr_decoder_free(&d);
+	return rc;
+}
+
+/* HSR_EXEC_PTY appends the window size; RESIZE carries one; sizes outside
+ * 1..HSR_PTY_MAX are refused. */
+static void test_pty(void **state)
+{
+	const char *argv[] = { "bash", NULL };
+	const char *envp[] = { "A=1", NULL };
+	struct hsr_buf b;
+	struct hsr_msg m;
+	struct hsr_exec_req *q;
+	struct hsr_msg rs = { .type = HSR_F_RESIZE, .id = 9, .rows = 30, .cols = 100 };
+
+	(void)state;
+	hsr_buf_init(&b);
+	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, "/", argv, envp, 24, 80);
+	assert_int_equal(decode_one(&b, &m, &q), 0);
+	assert_non_null(q);
+	assert_true(q->flags == HSR_EXEC_PTY && q->rows == 24 && q->cols == 80);
+	assert_string_equal(q->argv[0], "bash");
+	assert_string_equal(q->envp[0], "A=1");
+	free(q);
+	b.len = 0;
+	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, "/", argv, envp, 0, 80);
+	assert_int_equal(decode_one(&b, &m, NULL), -1);
+	b.len = 0;
+	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, "/", argv, envp, 24,
+			    HSR_PTY_MAX + 1);
+	assert_int_equal(decode_one(&b, &m, NULL), -1);
+	/* Without the flag no size travels: the old layout. */
+	b.len = 0;
+	hsr_exec_encode(&b, 5, 0, 0, 2000, 0, 0, 1, "/", argv, envp);
+	assert_int_equal(decode_one(&b, &m, &q), 0);
+	assert_non_null(q);
+	assert_true(q->rows == 0 && q->cols == 0);
+	free(q);
+
+	b.len = 0;
+	hsr_msg_encode(&b, &rs, 0);
+	assert_int_equal(decode_one(&b, &m, NULL), 0);
+	assert_true(m.type == HSR_F_RESIZE && m.id == 9 && m.rows == 30 && m.cols == 100);
+	b.len = 0;
+	rs.cols = 0;
+	hsr_msg_encode(&b, &rs, 0);
+	assert_int_equal(decode_one(&b, &m, NULL), -1);
+	assert_string_equal(hsr_frame_name(HSR_F_RESIZE), "RESIZE");
+	hsr_buf_free(&b);
 }
 
 /* Lengths of zero or above the limit poison the decoder for good, and a
@@ -375,6 +444,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_exec),
+		cmocka_unit_test(test_pty),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_attach_entries),
 		cmocka_unit_test(test_fuzz_smoke),
