@@ -134,9 +134,13 @@ class Cases:
             job = r.get("job", "j0")
             ok, out = self.wait_output(job, r">>> $")
             check("python3 -i prompts", ok, out)
-            # The write is judged first; an approval it asks for is given once.
-            r = self.write(job, "print(6*7)\n", approve="once")
-            check("write_stdin print(6*7)", r.get("ok"), r)
+            # The write is judged first; plain REPL code needs no approval
+            # (silence would deny it).
+            r = self.write(job, "print(6*7)\n")
+            check("write_stdin print(6*7), allowed without asking", r.get("ok"), r)
+            r = self.write(job, "import os; os.system('rm -rf /')\n")
+            check("write_stdin of os.system('rm -rf /') into python is denied",
+                  r.get("error", {}).get("code") == "denied", r)
             ok, out = self.wait_output(job, r"\r?\n42\r?\n")
             check("python3 answers 42", ok, out)
             r = s.call(self.req("job", job=job, action="kill"))
