@@ -403,6 +403,8 @@ hs_screen_child_main(int argc, char **argv)
 		_exit(9);
 	if (!strcmp(fault, "garbage"))
 		memset(wire, 'x', len < 64 ? len : 64);
+	while (!strcmp(fault, "flood") && write_all(wire, len) == 0)
+		;
 	/* _exit: nothing else runs (no atexit handler, no leak check) under the filter. */
 	_exit(write_all(wire, len) < 0 ? 10 : 0);
 }
