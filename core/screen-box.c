@@ -45,6 +45,9 @@
  * alternate take about 70 MiB in libvterm, the rows read back 24 MiB at most. */
 #define RENDER_AS_BASE (512ul << 20)
 
+/* The child's exit status when it cannot load its limits or filter. */
+#define EXIT_UNCONFINED 4
+
 /* The test suite's faults for the child; hs run from its build tree only. */
 #define FAULT_ENV "HS_SCREEN_FAULT_FOR_TESTS"
 
@@ -67,6 +70,9 @@ exit_reason(int status, char *buf, size_t len)
 	else if (WIFSIGNALED(status))
 		snprintf(buf, len, "the screen render was killed by signal %d (%s)", WTERMSIG(status),
 		         strsignal(WTERMSIG(status)));
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_UNCONFINED)
+		snprintf(buf, len, "the screen render cannot confine itself (no_new_privs or seccomp refused, or hs "
+		                   "built without libseccomp): rebuild hs with libseccomp-dev on a kernel with seccomp");
 	else
 		snprintf(buf, len, "the screen render failed (exit status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	return buf;
@@ -354,17 +360,17 @@ hs_screen_child_main(int argc, char **argv)
 #ifndef __SANITIZE_ADDRESS__
 	/* AddressSanitizer reserves terabytes of address space at start. */
 	if (set_limit(RLIMIT_AS, RENDER_AS_BASE + inlen, RENDER_AS_BASE + inlen) < 0)
-		_exit(3);
+		_exit(EXIT_UNCONFINED);
 #endif
 	if (set_limit(RLIMIT_CPU, RENDER_CPU_S, RENDER_CPU_S + 1) < 0 || set_limit(RLIMIT_NOFILE, 2, 2) < 0 ||
 	    set_limit(RLIMIT_CORE, 0, 0) < 0 || set_limit(RLIMIT_FSIZE, 0, 0) < 0 ||
 	    set_limit(RLIMIT_NPROC, 0, 0) < 0)
-		_exit(3);
+		_exit(EXIT_UNCONFINED);
 	if (!strcmp(fault, "hang"))
 		for (;;)
 			pause();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || load_filter() < 0)
-		_exit(4);
+		_exit(EXIT_UNCONFINED);
 	if (!strcmp(fault, "open"))
 		_exit(open("/etc/passwd", O_RDONLY) < 0 ? 5 : 0);
 
