@@ -189,7 +189,7 @@ reap(pid_t pid, const struct timespec *t0, int kill_now)
 			pid_t w = waitpid(pid, &status, WNOHANG);
 			if (w == pid || (w < 0 && errno != EINTR))
 				return status;
-			nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
+			nanosleep(&(struct timespec){ .tv_nsec = 200000 }, NULL);
 		}
 	kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -201,7 +201,7 @@ int
 hs_screen_render(const struct hs_capture *c, int rows, int cols, int newline, struct hs_screen_shot *shot,
                  char *err, size_t errlen)
 {
-	char a[6][24], *ans = NULL, why[160];
+	char a[6][24], *ans = NULL;
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, rc = -1;
 	size_t len = 0, anslen = 0;
 	pid_t pid;
@@ -244,9 +244,7 @@ hs_screen_render(const struct hs_capture *c, int rows, int cols, int newline, st
 		snprintf(err, errlen, "the screen render answered more than a %dx%d screen holds", rows, cols);
 	else if (x < 0)
 		snprintf(err, errlen, "cannot read the screen render's answer: %s", strerror(errno));
-	else if (exit_reason(status, why, sizeof(why)))
-		snprintf(err, errlen, "%s", why);
-	else
+	else if (!exit_reason(status, err, errlen))
 		rc = hs_screen_shot_parse(ans, anslen, rows, cols, shot, err, errlen);
 out:
 	for (int i = 0; i < 2; i++) {
