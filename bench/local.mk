@@ -2,7 +2,7 @@
 # bench/: benchmarks, never part of `make check`.  `make bench` runs them all
 # and prints ratios against what a user would do instead (bench/README.md).
 EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py bench/shell-bench.sh \
-	bench/mcp-bench.mjs bench/egress-bench.sh
+	bench/mcp-bench.mjs bench/egress-bench.sh bench/screen-bench.py
 
 # hs serve session latency vs bash -c true and the Python-subprocess approach,
 # 100 concurrent sessions, hs backends / hs run start-up.
@@ -34,6 +34,11 @@ bench-egress: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
 	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
 	  bash $(top_srcdir)/bench/egress-bench.sh
 
+# A job's rendered screen through hs serve (the contained render child); set
+# HS_BASE to an older hs to compare.
+bench-screen: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) python3 $(top_srcdir)/bench/screen-bench.py
+
 # `make bench` runs every benchmark in one go; each writes its latency row to
 # bench/latency.tsv, which bench/plot.py draws as bench/latency.svg.
 HS_BENCH_TSV = $(abs_top_builddir)/bench/latency.tsv
@@ -44,4 +49,4 @@ bench:
 	$(MAKE) $(AM_MAKEFLAGS) bench-runner bench-analyse bench-serve bench-shell bench-mcp bench-throughput $(BENCH_EXTRA)
 	python3 $(top_srcdir)/bench/plot.py bench/latency.tsv bench/latency.svg
 
-.PHONY: bench bench-serve bench-shell bench-mcp bench-throughput bench-egress
+.PHONY: bench bench-serve bench-shell bench-mcp bench-throughput bench-egress bench-screen

@@ -41,6 +41,20 @@ hs_fuzz_screen(const uint8_t *data, size_t size)
 			abort();
 		free(row);
 	}
+	/* What a render child sends back, hs must take; and any bytes as an
+	 * answer are parsed without harm. */
+	struct hs_screen_shot shot;
+	char err[256], *wire;
+	size_t len;
+	if (hs_screen_snap(&s, &shot) < 0 || !(wire = hs_screen_shot_encode(&shot, &len)))
+		abort();
+	hs_screen_shot_free(&shot);
+	if (hs_screen_shot_parse(wire, len, s.rows, s.cols, &shot, err, sizeof(err)) < 0)
+		abort();
+	hs_screen_shot_free(&shot);
+	free(wire);
+	if (hs_screen_shot_parse(data + 3, size - 3, s.rows, s.cols, &shot, err, sizeof(err)) == 0)
+		hs_screen_shot_free(&shot);
 	hs_screen_free(&s);
 	return 0;
 }

@@ -13,12 +13,12 @@ core_hs_SOURCES = \
 	core/safety/approval.c core/safety/approval.h core/pipeline.c core/pipeline.h core/capture.c core/capture.h \
 	core/cli/cmd_run.c core/serve/cmd_serve.c core/serve/serve.h core/serve/serve-out.c core/serve/serve-sess.c \
 	core/serve/serve-req.c core/serve/serve-req.h core/cli/cmd_check.c core/cli/cmd_session.c \
-	core/screen.c core/screen.h \
+	core/screen.c core/screen.h core/screen-box.c \
 	plugins/local/local.c \
 	core/serve/serve-pty.c core/cli/run-pty.c core/cli/run-pty.h
 dist_man_MANS += man/hs.1
-core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS) $(VTERM_CFLAGS)
+core_hs_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS) $(VTERM_CFLAGS) $(LIBSECCOMP_CFLAGS)
 core_hs_LDADD = core/config/libhsconf.a $(HS_SAFETY_LIBS) runner/libhsrclient.a plugins/common/libhsb.a \
-	sdk/libhsfakehost.a $(YAJL_LIBS) $(LIBCONFIG_LIBS) $(VTERM_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)
+	sdk/libhsfakehost.a $(YAJL_LIBS) $(LIBCONFIG_LIBS) $(VTERM_LIBS) $(LIBSECCOMP_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)
 include core/mcp/local.mk
 include core/egress/local.mk

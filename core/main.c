@@ -13,6 +13,7 @@
 #include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/env.h"
+#include "core/screen.h"
 
 extern char **environ;
 
@@ -68,6 +69,9 @@ main(int argc, char **argv)
 	char err[1024];
 	int i = 1, rc;
 
+	/* The contained screen render hs serve and hs mcp spawn (core/screen-box.c). */
+	if (argc > 1 && strcmp(argv[1], "__screen") == 0)
+		return hs_screen_child_main(argc, argv);
 	/* hs holds credentials it scrubs from commands: a process of the same
 	 * uid must not read them back through /proc or ptrace. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -404,26 +405,43 @@ hs_screen_cursor(const struct hs_screen *s, int *row, int *col)
 	*col = pos.col;
 }
 
-void
-hs_screen_json(yajl_gen g, const struct hs_screen *s)
+int
+hs_screen_snap(const struct hs_screen *s, struct hs_screen_shot *shot)
 {
-	int cr, cc;
+	memset(shot, 0, sizeof(*shot));
+	shot->row = calloc((size_t)s->rows, sizeof(*shot->row));
+	shot->len = calloc((size_t)s->rows, sizeof(*shot->len));
+	if (!shot->row || !shot->len) {
+		hs_screen_shot_free(shot);
+		return -1;
+	}
+	shot->rows = s->rows;
+	shot->cols = s->cols;
+	for (int r = 0; r < s->rows; r++)
+		if (!(shot->row[r] = hs_screen_row(s, r, &shot->len[r]))) {
+			hs_screen_shot_free(shot);
+			return -1;
+		}
+	hs_screen_cursor(s, &shot->crow, &shot->ccol);
+	shot->alternate = s->alternate;
+	shot->partial = s->partial;
+	return 0;
+}
+
+void
+hs_screen_shot_json(yajl_gen g, const struct hs_screen_shot *s)
+{
 	hs_json_key(g, "screen");
 	yajl_gen_map_open(g);
 	hs_json_key(g, "rows");
 	yajl_gen_array_open(g);
-	for (int r = 0; r < s->rows; r++) {
-		size_t n = 0;
-		char *row = hs_screen_row(s, r, &n);
-		yajl_gen_string(g, (const unsigned char *)(row ? row : ""), row ? n : 0);
-		free(row);
-	}
+	for (int r = 0; r < s->rows; r++)
+		yajl_gen_string(g, (const unsigned char *)s->row[r], s->len[r]);
 	yajl_gen_array_close(g);
-	hs_screen_cursor(s, &cr, &cc);
 	hs_json_key(g, "cursor");
 	yajl_gen_map_open(g);
-	hs_json_kint(g, "row", cr);
-	hs_json_kint(g, "col", cc);
+	hs_json_kint(g, "row", s->crow);
+	hs_json_kint(g, "col", s->ccol);
 	yajl_gen_map_close(g);
 	hs_json_key(g, "size");
 	yajl_gen_map_open(g);
@@ -433,6 +451,143 @@ hs_screen_json(yajl_gen g, const struct hs_screen *s)
 	hs_json_kbool(g, "alternate", s->alternate);
 	hs_json_kbool(g, "partial", s->partial);
 	yajl_gen_map_close(g);
+}
+
+void
+hs_screen_shot_free(struct hs_screen_shot *s)
+{
+	for (int r = 0; s->row && r < s->rows; r++)
+		free(s->row[r]);
+	free(s->row);
+	free(s->len);
+	memset(s, 0, sizeof(*s));
+}
+
+void
+hs_screen_json(yajl_gen g, const struct hs_screen *s)
+{
+	struct hs_screen_shot shot;
+	if (hs_screen_snap(s, &shot) < 0) {
+		hs_json_kstr(g, "screen", NULL);
+		return;
+	}
+	hs_screen_shot_json(g, &shot);
+	hs_screen_shot_free(&shot);
+}
+
+/* The header of the wire form: magic, then six 32-bit numbers. */
+static const char shot_magic[4] = { 'H', 'S', 'S', '1' };
+#define SHOT_HEAD (sizeof(shot_magic) + 6 * sizeof(uint32_t))
+
+char *
+hs_screen_shot_encode(const struct hs_screen_shot *s, size_t *len)
+{
+	size_t n = SHOT_HEAD;
+	for (int r = 0; r < s->rows; r++)
+		n += sizeof(uint32_t) + s->len[r];
+	char *out = malloc(n), *p = out;
+	if (!out)
+		return NULL;
+	uint32_t head[6] = { (uint32_t)s->rows, (uint32_t)s->cols, (uint32_t)s->crow,
+		             (uint32_t)s->ccol, (uint32_t)s->alternate, (uint32_t)s->partial };
+	memcpy(p, shot_magic, sizeof(shot_magic));
+	p += sizeof(shot_magic);
+	memcpy(p, head, sizeof(head));
+	p += sizeof(head);
+	for (int r = 0; r < s->rows; r++) {
+		uint32_t l = (uint32_t)s->len[r];
+		memcpy(p, &l, sizeof(l));
+		memcpy(p + sizeof(l), s->row[r], s->len[r]);
+		p += sizeof(l) + s->len[r];
+	}
+	*len = n;
+	return out;
+}
+
+size_t
+hs_screen_shot_max(int rows, int cols)
+{
+	return SHOT_HEAD + (size_t)rows * (sizeof(uint32_t) + HS_SCREEN_ROW_MAX(cols));
+}
+
+/* A row as the renderer makes it: UTF-8 with no control character. */
+static int
+row_ok(const char *p, size_t n)
+{
+	if (!hs_utf8_valid(p, n))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+int
+hs_screen_shot_parse(const void *buf, size_t len, int rows, int cols, struct hs_screen_shot *shot,
+                     char *err, size_t errlen)
+{
+	const char *b = buf, *end = b + len;
+	uint32_t h[6];
+	memset(shot, 0, sizeof(*shot));
+	if (len < SHOT_HEAD || memcmp(b, shot_magic, sizeof(shot_magic))) {
+		snprintf(err, errlen, "the renderer's answer is not a screen (%zu bytes)", len);
+		return -1;
+	}
+	memcpy(h, b + sizeof(shot_magic), sizeof(h));
+	b += SHOT_HEAD;
+	if (h[0] != (uint32_t)rows || h[1] != (uint32_t)cols || h[2] >= h[0] || h[3] > h[1] || h[4] > 1 || h[5] > 1) {
+		snprintf(err, errlen, "the renderer's answer has a bad size, cursor or flag");
+		return -1;
+	}
+	shot->row = calloc((size_t)rows, sizeof(*shot->row));
+	shot->len = calloc((size_t)rows, sizeof(*shot->len));
+	if (!shot->row || !shot->len) {
+		hs_screen_shot_free(shot);
+		snprintf(err, errlen, "out of memory for a screen of %dx%d", rows, cols);
+		return -1;
+	}
+	shot->rows = rows;
+	shot->cols = cols;
+	shot->crow = (int)h[2];
+	shot->ccol = (int)h[3];
+	shot->alternate = (int)h[4];
+	shot->partial = (int)h[5];
+	for (int r = 0; r < rows; r++) {
+		uint32_t l;
+		if ((size_t)(end - b) < sizeof(l))
+			goto bad;
+		memcpy(&l, b, sizeof(l));
+		b += sizeof(l);
+		if (l > HS_SCREEN_ROW_MAX(cols) || (size_t)(end - b) < l || !row_ok(b, l))
+			goto bad;
+		if (!(shot->row[r] = malloc((size_t)l + 1))) {
+			hs_screen_shot_free(shot);
+			snprintf(err, errlen, "out of memory for a screen of %dx%d", rows, cols);
+			return -1;
+		}
+		memcpy(shot->row[r], b, l);
+		shot->row[r][l] = '\0';
+		shot->len[r] = l;
+		b += l;
+	}
+	if (b == end)
+		return 0;
+bad:
+	hs_screen_shot_free(shot);
+	snprintf(err, errlen, "the renderer's answer has a malformed row");
+	return -1;
+}
+
+void
+hs_screen_stream(struct hs_screen *s, const void *all, size_t len, int newline, int cut, size_t tail_len)
+{
+	if (newline)
+		hs_screen_newline(s);
+	size_t max = hs_screen_feed_bound(s);
+	if (cut)
+		hs_screen_feed_tail(s, all, len, tail_len < max ? tail_len : max, 1);
+	else
+		hs_screen_feed_tail(s, all, len, max, 0);
 }
 
 void
@@ -446,13 +601,7 @@ hs_screen_capture_json(yajl_gen g, const struct hs_capture *c, int rows, int col
 		hs_json_kstr(g, "screen", NULL);
 		return;
 	}
-	if (newline)
-		hs_screen_newline(&s);
-	size_t max = hs_screen_feed_bound(&s);
-	if (c->dropped)
-		hs_screen_feed_tail(&s, all, len, c->tail_len < max ? c->tail_len : max, 1);
-	else
-		hs_screen_feed_tail(&s, all, len, max, 0);
+	hs_screen_stream(&s, all, len, newline, c->dropped != 0, c->tail_len);
 	hs_screen_json(g, &s);
 	hs_screen_free(&s);
 	free(all);

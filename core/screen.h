@@ -3,7 +3,8 @@
  * screen.h - the screen a terminal would show for an output stream: the
  * stream's bytes fed through a terminal emulator (libvterm) at a size,
  * then read back as rows of UTF-8 text, the cursor and whether the
- * alternate screen is on.  Pure: no I/O, nothing but the bytes given.
+ * alternate screen is on.  Pure: no I/O, nothing but the bytes given;
+ * hs_screen_render runs it in a contained child process.
  */
 #ifndef HS_SCREEN_H
 #define HS_SCREEN_H
@@ -26,6 +27,8 @@
  * screen is fed fewer bytes (hs_screen_feed_bound).
  */
 #define HS_SCREEN_WORK (1u << 29)
+/* The longest row of cols columns in bytes: six characters of four bytes a cell. */
+#define HS_SCREEN_ROW_MAX(cols) ((size_t)(cols) * 24)
 
 struct VTerm;
 
@@ -94,15 +97,67 @@ void hs_screen_cursor(const struct hs_screen *s, int *row, int *col);
 void hs_screen_json(yajl_gen g, const struct hs_screen *s);
 void hs_screen_free(struct hs_screen *s);
 
+/* A rendered screen as plain data: what a render child sends back. */
+struct hs_screen_shot {
+	int rows, cols;
+	int crow, ccol;      /* the cursor */
+	int alternate, partial;
+	char **row;          /* rows NUL-terminated UTF-8 rows */
+	size_t *len;         /* their lengths */
+};
+
+/* s's rows, cursor and flags into *shot.  Returns 0, or -1 on OOM. */
+int hs_screen_snap(const struct hs_screen *s, struct hs_screen_shot *shot);
+/* Into an open map: "screen" as hs_screen_json describes it. */
+void hs_screen_shot_json(yajl_gen g, const struct hs_screen_shot *s);
+void hs_screen_shot_free(struct hs_screen_shot *s);
+/*
+ * The wire form of a shot ("HSS1", rows, cols, cursor row and column,
+ * alternate, partial as 32-bit numbers, then each row as a 32-bit length
+ * and its bytes), in a new buffer of *len bytes; NULL on OOM.
+ */
+char *hs_screen_shot_encode(const struct hs_screen_shot *s, size_t *len);
+/* The largest wire form of a rows x cols shot. */
+size_t hs_screen_shot_max(int rows, int cols);
+/*
+ * A shot from its wire form, trusted in nothing: the size must be rows x
+ * cols, the cursor on the screen, the flags 0 or 1, each row valid UTF-8
+ * without control characters and at most HS_SCREEN_ROW_MAX(cols) bytes,
+ * and nothing may follow the last row.  Returns 0, or -1 with a one-line
+ * reason in err.
+ */
+int hs_screen_shot_parse(const void *buf, size_t len, int rows, int cols, struct hs_screen_shot *shot,
+                         char *err, size_t errlen);
+
+/*
+ * Feed s a whole kept stream all[0..len): in newline mode when newline is
+ * set (output that came through a pipe, not a terminal), at most
+ * hs_screen_feed_bound bytes of it; cut: the stream's middle was dropped
+ * and its last tail_len bytes are the tail, so it renders from there,
+ * partial.
+ */
+void hs_screen_stream(struct hs_screen *s, const void *all, size_t len, int newline, int cut, size_t tail_len);
+
 struct hs_capture;
 /*
  * Into an open map: "screen" (as hs_screen_json) for the bytes a bounded
- * capture kept, at rows x cols, in newline mode when newline is set (output
- * that came through a pipe, not a terminal), at most hs_screen_feed_bound
- * bytes of it; a capture that dropped its middle renders from its tail,
- * partial.  "screen": null for a bad size or
- * on OOM.
+ * capture kept, rendered in this process (hs_screen_stream).  "screen":
+ * null for a bad size or on OOM.  hs itself renders through
+ * hs_screen_render instead, in a contained child.
  */
 void hs_screen_capture_json(yajl_gen g, const struct hs_capture *c, int rows, int cols, int newline);
+
+/*
+ * The screen of a capture's kept bytes, rendered by a child process that
+ * can only compute (core/screen-box.c): `hs __screen`, its descriptors
+ * closed but a pipe in and a pipe out, resource limits, no_new_privs and a
+ * seccomp filter of read, write, exit and memory calls; killed at a 5 s
+ * deadline.  Its answer is parsed by hs_screen_shot_parse.  Returns 0 with
+ * *shot filled, or -1 with a one-line reason in err.
+ */
+int hs_screen_render(const struct hs_capture *c, int rows, int cols, int newline, struct hs_screen_shot *shot,
+                     char *err, size_t errlen);
+/* `hs __screen ROWS COLS NEWLINE CUT TAIL_LEN INPUT_LEN [FAULT]`: the render child. */
+int hs_screen_child_main(int argc, char **argv);
 
 #endif /* HS_SCREEN_H */

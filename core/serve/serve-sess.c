@@ -362,14 +362,22 @@ do_job(struct sess *ss, struct req *r)
 		srv_reply_error(s, r->id, "invalid_request", why);
 		return 0;
 	}
+	/* Output that came through a pipe has bare line feeds; a PTY job's
+	 * terminal has turned them into CR LF already. */
+	struct hs_screen_shot shot;
+	char serr[256];
+	if (screen && hs_screen_render(&j->cap[1], rows, cols, 1, &shot, serr, sizeof(serr)) < 0) {
+		srv_reply_error(s, r->id, "screen_failed", serr);
+		return 0;
+	}
 	yajl_gen g = srv_reply_ok(r->id);
 	hs_json_kstr(g, "job", name);
 	if (!strcmp(action, "kill"))
 		hs_json_kbool(g, "killed", !j->done && hs_conn_job_kill(&ss->hs.cn, j) == 0);
-	/* Output that came through a pipe has bare line feeds; a PTY job's
-	 * terminal has turned them into CR LF already. */
-	if (screen)
-		hs_screen_capture_json(g, &j->cap[1], rows, cols, 1);
+	if (screen) {
+		hs_screen_shot_json(g, &shot);
+		hs_screen_shot_free(&shot);
+	}
 	if (!strcmp(action, "output"))
 		job_output_json(g, r, j);
 	else

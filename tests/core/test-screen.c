@@ -2,7 +2,8 @@
 /* Unit tests of the screen renderer (core/screen.c): cursor addressing,
  * clearing, wrapping, scrolling, the alternate screen, wide and combining
  * characters, sequences cut between feeds, invalid UTF-8, trimming, the
- * JSON shape and the bound on a huge stream. */
+ * JSON shape, the bound on a huge stream, and the wire form a contained
+ * render answers in, parsed as hostile input. */
 #include <config.h>
 
 #include <setjmp.h>
@@ -551,6 +552,109 @@ test_huge_bounded(void **state)
 	free(b);
 }
 
+/* A 3x8 screen's wire form, as a render child sends it (*len set). */
+static char *
+wire_of(const char *stream, size_t *len)
+{
+	struct hs_screen s;
+	struct hs_screen_shot shot;
+	assert_int_equal(hs_screen_init(&s, 3, 8), 0);
+	feed(&s, stream);
+	assert_int_equal(hs_screen_snap(&s, &shot), 0);
+	char *w = hs_screen_shot_encode(&shot, len);
+	assert_non_null(w);
+	assert_true(*len <= hs_screen_shot_max(3, 8));
+	hs_screen_shot_free(&shot);
+	hs_screen_free(&s);
+	return w;
+}
+
+/* Parsing wire[0..len) as a 3x8 screen must fail with a reason naming why. */
+static void
+refused(const char *wire, size_t len, const char *why)
+{
+	struct hs_screen_shot shot;
+	char err[256] = "";
+	assert_int_equal(hs_screen_shot_parse(wire, len, 3, 8, &shot, err, sizeof(err)), -1);
+	if (!strstr(err, why))
+		fail_msg("reason '%s', want '%s'", err, why);
+	assert_null(shot.row);
+}
+
+static void
+test_shot_wire(void **state)
+{
+	(void)state;
+	struct hs_screen_shot shot;
+	char err[256];
+	size_t len;
+	char *w = wire_of("hi\r\n\033[3;4H\xe4\xb8\xad\033[?1049h", &len);
+
+	/* What was sent comes back: rows, cursor, flags (the alternate screen
+	 * blank, the cursor where it was). */
+	assert_int_equal(hs_screen_shot_parse(w, len, 3, 8, &shot, err, sizeof(err)), 0);
+	assert_int_equal(shot.crow, 2);
+	assert_int_equal(shot.ccol, 5);
+	assert_int_equal(shot.alternate, 1);
+	assert_int_equal(shot.partial, 0);
+	for (int r = 0; r < 3; r++)
+		assert_string_equal(shot.row[r], "");
+	hs_screen_shot_free(&shot);
+	free(w);
+	w = wire_of("hi\r\n\033[3;4H\xe4\xb8\xad", &len);
+	assert_int_equal(hs_screen_shot_parse(w, len, 3, 8, &shot, err, sizeof(err)), 0);
+	assert_string_equal(shot.row[0], "hi");
+	assert_string_equal(shot.row[2], "   \xe4\xb8\xad");
+	assert_int_equal(shot.len[2], 6);
+	assert_int_equal(shot.crow, 2);
+	assert_int_equal(shot.ccol, 5);
+	hs_screen_shot_free(&shot);
+
+	/* Every truncation, a byte more, another size: refused. */
+	for (size_t n = 0; n < len; n++)
+		refused(w, n, n < 28 ? "not a screen" : "malformed row");
+	char *longer = malloc(len + 1);
+	assert_non_null(longer);
+	memcpy(longer, w, len);
+	longer[len] = 'x';
+	refused(longer, len + 1, "malformed row");
+	free(longer);
+	assert_int_equal(hs_screen_shot_parse(w, len, 4, 8, &shot, err, sizeof(err)), -1);
+	assert_int_equal(hs_screen_shot_parse(w, len, 3, 9, &shot, err, sizeof(err)), -1);
+
+	/* Header fields out of range: cursor off the screen, a flag of 2. */
+	uint32_t v;
+	static const struct { size_t at; uint32_t v; } bad[] = {
+		{ 0, 0 }, { 12, 3 }, { 16, 9 }, { 20, 2 }, { 24, 2 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *c = malloc(len);
+		assert_non_null(c);
+		memcpy(c, w, len);
+		v = bad[i].v;
+		memcpy(c + bad[i].at, &v, sizeof(v));
+		refused(c, len, bad[i].at ? "bad size, cursor or flag" : "not a screen");
+		free(c);
+	}
+
+	/* A row's length beyond any 8-column row, and beyond the buffer. */
+	char *c = malloc(len);
+	assert_non_null(c);
+	memcpy(c, w, len);
+	v = 0xffffffffu;
+	memcpy(c + 28, &v, sizeof(v));
+	refused(c, len, "malformed row");
+	/* Row 0 ("hi"): invalid UTF-8, then a control character. */
+	memcpy(c, w, len);
+	memcpy(c + 32, "\xff", 1);
+	refused(c, len, "malformed row");
+	memcpy(c, w, len);
+	memcpy(c + 32, "\033", 1);
+	refused(c, len, "malformed row");
+	free(c);
+	free(w);
+}
+
 int
 main(void)
 {
@@ -570,6 +674,7 @@ main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_huge_bounded),
 		cmocka_unit_test(test_capture),
+		cmocka_unit_test(test_shot_wire),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
