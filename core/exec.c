@@ -584,6 +584,8 @@ hand_off(struct hs_conn *cn, struct handoff *h, const struct hs_exec_opts *o, ui
 	j->id = id;
 	j->start_ms = start;
 	j->pty = o->pty_rows && o->pty_cols;
+	j->pty_rows = o->pty_rows;
+	j->pty_cols = o->pty_cols;
 	/* A terminal command has its own shell: the session shell is free. */
 	j->holds_shell = cn->session_shell && o->keep_state && !j->pty;
 	j->stdin_open = j->pty;
@@ -1265,6 +1267,8 @@ hs_conn_start_job(struct hs_conn *cn, const struct hs_exec_opts *o, size_t limit
 	exec_spec(cn, &jo, j->id, argv, &spec);
 	j->start_ms = hs_now_ms();
 	j->pty = spec.pty_rows != 0;
+	j->pty_rows = spec.pty_rows;
+	j->pty_cols = spec.pty_cols;
 	j->stdin_open = j->pty || jo.stdin_pipe;
 	snprintf(j->command, sizeof(j->command), "%s", o->command);
 	if (ensure_stream(cn, err, errlen) < 0 || pty_check(cn, &spec, err, errlen) < 0) {
@@ -1311,6 +1315,8 @@ hs_conn_resize(struct hs_conn *cn, struct hs_job *j, unsigned rows, unsigned col
 		snprintf(err, errlen, "cannot resize the terminal of job j%u: %s", j->number, strerror(errno));
 		return -1;
 	}
+	j->pty_rows = rows;
+	j->pty_cols = cols;
 	return 0;
 }
 

@@ -165,6 +165,7 @@ struct hs_job {
 	char command[256];      /* the command line (cut when longer) */
 	int holds_shell;        /* a session-shell command handed off: the shell is busy until done */
 	int pty;                /* it runs on a pseudo-terminal */
+	unsigned pty_rows, pty_cols; /* that terminal's window size, as last set */
 	int stdin_open;         /* its stdin takes writes (a terminal, or a pipe left open) */
 	int waiting_input;      /* the runner said it waits for input (a terminal's read) */
 	struct hs_redactor *red[3]; /* a handed-off command's redactors, per stream; NULL: none */

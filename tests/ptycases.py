@@ -3,7 +3,7 @@
 cases shared by tests/core/pty.test (local, --isolate) and
 tests/docker/pty.test.  Every wait polls with a generous bound; nothing
 asserts a duration."""
-import base64, json, re, subprocess, threading, time
+import base64, json, re, shutil, subprocess, threading, time
 
 
 class Serve:
@@ -65,8 +65,9 @@ class Serve:
 
 
 class Cases:
-    def __init__(self, s, session, check, python=True):
+    def __init__(self, s, session, check, python=True, vim=None):
         self.s, self.sess, self.check, self.python = s, session, check, python
+        self.vim = (python and shutil.which("vim") is not None) if vim is None else vim
         self.n = 0
 
     def req(self, op, **kw):
@@ -115,9 +116,53 @@ class Cases:
         check("pty cols 1001 is a bad_request", r.get("error", {}).get("code") == "bad_request", r)
 
         # Waiting for input, reported in the result of a command stopped at its deadline.
-        r = s.call(self.req("exec", command='read -p "name? " x', pty=True, timeout=15))
+        req = self.req("exec", command='read -p "name? " x', pty=True, timeout=15)
+        r = s.call(req)
         check("a pty read -p is reported waiting_input", r.get("waiting_input") is True and
               r.get("prompt") == "name? ", r)
+        ev = s.wait(lambda e: e.get("id") == req["id"] and e.get("event") == "waiting_input", 1)
+        check("... and a waiting_input event came while it waited", ev is not None, s.lines[-5:])
+
+        if self.vim:
+            # A full-screen program: the job's screen is what a person would see.
+            r = s.call(self.req("exec", command="printf 'first line\\nsecond\\n' > /tmp/ptyst/v.txt && "
+                                "TERM=xterm vim -u NONE -N -n /tmp/ptyst/v.txt",
+                                pty={"rows": 12, "cols": 50}, background=True))
+            check("vim starts as a pty job", r.get("ok") and r.get("job"), r)
+            job = r.get("job", "j0")
+            shot, end = {}, time.time() + 30
+            while time.time() < end:
+                o = s.call(self.req("job", job=job, action="output", screen=True))
+                shot = o.get("screen") or {}
+                rows = shot.get("rows") or []
+                if rows and rows[0] == "first line" and any(x.startswith("~") for x in rows):
+                    break
+                time.sleep(0.3)
+            rows = shot.get("rows") or []
+            check("vim's screen: the file's lines on top, ~ below, the job's size, alternate screen",
+                  rows[:2] == ["first line", "second"] and len(rows) == 12 and
+                  rows[2].startswith("~") and shot.get("size") == {"rows": 12, "cols": 50} and
+                  shot.get("alternate") is True, shot)
+            r = s.call(self.req("resize", job=job, rows=8, cols=40))
+            check("resize of the vim job", r.get("ok"), r)
+            shot, end = {}, time.time() + 30
+            while time.time() < end:
+                o = s.call(self.req("job", job=job, action="output", screen=True))
+                shot = o.get("screen") or {}
+                if shot.get("size") == {"rows": 8, "cols": 40} and (shot.get("rows") or [""])[0] == "first line":
+                    break
+                time.sleep(0.3)
+            check("... the screen is rendered at the new size", shot.get("size") == {"rows": 8, "cols": 40}
+                  and len(shot.get("rows") or []) == 8, shot)
+            r = self.write(job, ":q!\r")
+            check("write_stdin :q! to vim", r.get("ok"), r)
+            end = time.time() + 30
+            while time.time() < end:
+                o = s.call(self.req("job", job=job, action="poll"))
+                if o.get("running") is False:
+                    break
+                time.sleep(0.3)
+            check("... and vim quits", o.get("running") is False and o.get("exit_code") == 0, o)
 
         # The deadline kills the whole tree, setsid included.
         r = s.call(self.req("exec", command="setsid sleep 7391 & echo started; sleep 300",

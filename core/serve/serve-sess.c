@@ -226,9 +226,12 @@ job_screen_size(struct req *r, const struct hs_job *j, int *rows, int *cols, con
 {
 	static const char *const keys[2] = { "rows", "cols" };
 	int *out[2] = { rows, cols };
-	(void)j; /* A PTY job's window size goes here once jobs record it. */
 	*rows = HS_SCREEN_ROWS_DEFAULT;
 	*cols = HS_SCREEN_COLS_DEFAULT;
+	if (j->pty && j->pty_rows && j->pty_cols) {
+		*rows = (int)j->pty_rows;
+		*cols = j->pty_cols < 2 ? 2 : (int)j->pty_cols; /* a wide character needs 2 */
+	}
 	for (int i = 0; i < 2; i++) {
 		yajl_val v = hs_serve_val(r->root, keys[i]);
 		if (!v)
@@ -366,7 +369,7 @@ do_job(struct sess *ss, struct req *r)
 	 * terminal has turned them into CR LF already. */
 	struct hs_screen_shot shot;
 	char serr[256];
-	if (screen && hs_screen_render(&j->cap[1], rows, cols, 1, &shot, serr, sizeof(serr)) < 0) {
+	if (screen && hs_screen_render(&j->cap[1], rows, cols, !j->pty, &shot, serr, sizeof(serr)) < 0) {
 		srv_reply_error(s, r->id, "screen_failed", serr);
 		return 0;
 	}
