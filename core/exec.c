@@ -713,10 +713,16 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				break;
 			{
 				size_t skip = ev.offset < taken[ev.stream] ? (size_t)(taken[ev.stream] - ev.offset) : 0;
-				if (ev.offset > taken[ev.stream])
-					out->dropped[ev.stream] += ev.offset - taken[ev.stream];
-				if (ev.offset > taken[ev.stream] && h.job)
-					hs_capture_gap(&h.job->cap[ev.stream], ev.offset - taken[ev.stream]);
+				if (ev.offset > taken[ev.stream]) {
+					uint64_t gap = ev.offset - taken[ev.stream];
+					out->dropped[ev.stream] += gap;
+					if (h.job)
+						hs_capture_gap(&h.job->cap[ev.stream], gap);
+					/* Redacted bytes before the gap go first. */
+					deliver_flush(&h.tee, red[ev.stream], ev.stream);
+					if (sink && sink->gap)
+						sink->gap(sink->ctx, ev.stream, gap);
+				}
 				if (sink && deliver(&h.tee, red[ev.stream], ev.stream, (const char *)ev.data + skip,
 				                    ev.len - skip) < 0 && !cancel_sent) {
 					hsr_client_cancel(cn->rc, id);

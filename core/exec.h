@@ -53,6 +53,10 @@ struct hs_sink_ops {
 	 * pending; prompt is the last line of its output (redacted).  Called
 	 * once per wait. */
 	void (*waiting)(void *ctx, const char *prompt);
+	/* Optional: bytes of stream (1, 2) were dropped before reaching the sink
+	 * (a bounded runner spool, or output lost with an adopted command); the
+	 * next output of that stream comes after them. */
+	void (*gap)(void *ctx, int stream, uint64_t bytes);
 };
 
 /* A sink behind a redactor: hs_redact_sink_emit passes redacted bytes on. */

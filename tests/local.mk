@@ -3,12 +3,14 @@
 TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
 	tests/abi/sdk-install.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
 	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test tests/core/spdx.test \
-	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test
+	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
+	tests/core/serve-stream.test
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
 	tests/abi/sdk-install.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test tests/core/install.test tests/core/spdx.test tests/hsserve.py \
-	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test
+	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
+	tests/core/serve-stream.test
 # The ABI layout (every v1 field's offset, every struct's size) is pinned at
 # compile time: building tests/abi/layout fails on an accidental reorder.
 check_PROGRAMS += tests/abi/layout
@@ -30,6 +32,12 @@ tests_core_test_pipeline_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(LIBCONFIG_CFLAGS
 tests_core_test_pipeline_LDADD = $(filter-out core/core_hs-main.$(OBJEXT) core/hs-main.$(OBJEXT),$(core_hs_OBJECTS)) \
 	$(core_hs_LDADD) $(CMOCKA_LIBS)
 EXTRA_tests_core_test_pipeline_DEPENDENCIES = core/hs$(EXEEXT)
+# serve's streamed output events (issue 25): offsets, gaps, UTF-8 cuts.
+check_PROGRAMS += tests/core/test-serve-stream
+TESTS += tests/core/test-serve-stream
+tests_core_test_serve_stream_SOURCES = tests/core/test-serve-stream.c core/serve/serve-stream.c core/json.c
+tests_core_test_serve_stream_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(CMOCKA_CFLAGS)
+tests_core_test_serve_stream_LDADD = $(YAJL_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += docs/architecture.md
 
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for
@@ -47,6 +55,7 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 # The unit tests under valgrind memcheck: no invalid access, no leak
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.
 VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
+	tests/core/test-serve-stream \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner tests/runner/test-hmac \
 	tests/runner/test-dirchain \
 	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \

@@ -93,7 +93,7 @@ struct srv_sink {
 	struct sess *ss;
 	yajl_val id;
 	int stream;
-	uint64_t stream_dropped; /* output bytes not sent as events (slow client) */
+	struct srv_stream events; /* stream: the output events, with offsets */
 	struct hs_capture cap[3];
 	struct hs_mem_input in; /* the exec's "stdin" */
 };
@@ -103,18 +103,17 @@ srv_output(void *ctx, int stream, const void *buf, size_t len)
 {
 	struct srv_sink *k = ctx;
 	hs_capture_add(&k->cap[stream], buf, len);
-	if (k->stream) {
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, k->id);
-		hs_json_kstr(g, "event", "output");
-		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
-		hs_json_kbytes(g, "data", buf, len);
-		yajl_gen_map_close(g);
-		if (srv_emit_stream(k->ss, g) < 0)
-			k->stream_dropped += len;
-	}
+	if (k->stream)
+		srv_stream_output(&k->events, stream, buf, len);
 	return 0;
+}
+
+static void
+srv_gap(void *ctx, int stream, uint64_t bytes)
+{
+	struct srv_sink *k = ctx;
+	if (k->stream)
+		srv_stream_gap(&k->events, stream, bytes);
 }
 
 /* The command waits for input: an event, once per wait. */
@@ -371,7 +370,7 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 	yajl_gen g = srv_reply_ok(r->id);
 	hs_capture_json_result(g, &res->out, k->cap, res->restored);
 	if (k->stream)
-		hs_json_kint(g, "stream_dropped", (long long)k->stream_dropped);
+		hs_json_kint(g, "stream_dropped", (long long)k->events.dropped);
 	hs_job_left_json(g, &res->out);
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
@@ -381,7 +380,8 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 static void
 exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 {
-	struct srv_sink k = { .ss = ss, .id = r->id, .stream = hs_serve_true(r->root, "stream") };
+	struct srv_sink k = { .ss = ss, .id = r->id, .stream = hs_serve_true(r->root, "stream"),
+	                      .events = { .ss = ss, .id = r->id } };
 	void *stdin_owned = NULL;
 	if (hs_serve_bytes(r->root, "stdin", &k.in.data, &k.in.len, &stdin_owned) < 0) {
 		srv_reply_error(ss->srv, r->id, "invalid_request", "stdin_b64 is not valid base64");
@@ -393,11 +393,18 @@ exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 	struct hs_sink_ops sink = {
 		.ctx = &k, .output = srv_output, .input = srv_input,
 		.input_fd = k.in.data ? nullfd : -1, .cancelled = srv_cancelled,
-		.cancel_fd = ss->cancel_pipe[0], .waiting = srv_waiting,
+		.cancel_fd = ss->cancel_pipe[0], .waiting = srv_waiting, .gap = srv_gap,
 	};
 	rq->stdin_pipe = k.in.data != NULL;
+	/* Streamed output is complete: the runner pauses the command while the
+	 * client is behind, instead of keeping only head and tail; the reply
+	 * still holds head and tail (k.cap). */
+	if (k.stream)
+		rq->bounded = 0;
 	struct hs_cmd_result res;
 	int oc = hs_session_exec(&ss->hs, rq, &sink, &res);
+	if (k.stream)
+		srv_stream_flush(&k.events);
 	if (oc == HS_OUTCOME_OK)
 		reply_result(ss, r, &res, &k);
 	else
