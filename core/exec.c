@@ -410,6 +410,7 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
 		.initial_credit = lossless ? HS_WINDOW : HSR_CREDIT_UNLIMITED,
+		.keep_bytes = o->keep_bytes,
 	};
 }
 
@@ -998,6 +999,98 @@ hs_conn_shell_job_signal(struct hs_conn *cn, uint64_t id, int sig, char *err, si
 		return -1;
 	}
 	return ev.type == HSR_EV_OK ? 0 : 1;
+}
+
+/* One READ of kept output; -2 when the stream broke. */
+static int
+read_once(struct hs_conn *cn, uint64_t id, int stream, uint64_t off, size_t max,
+          struct hs_output_range *r, char *err, size_t errlen)
+{
+	struct hsr_event ev;
+	uint64_t token;
+
+	pthread_mutex_lock(&cn->lock);
+	token = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
+	if (hsr_client_read(cn->rc, token, id, stream, off, (uint32_t)max) < 0)
+		return -2;
+	int a = await_answer(cn, token, HSR_EV_RANGE, &ev, err, errlen);
+	if (a <= 0) {
+		if (a == 0)
+			snprintf(err, errlen, "the runner did not answer a read of kept output");
+		return a < 0 ? -2 : -1;
+	}
+	if (ev.type == HSR_EV_ERROR) {
+		snprintf(err, errlen, "%s", ev.code == HSR_E_PROTO
+		         ? "the session's runner cannot read back output (an older hs-runner)" : ev.message);
+		return ev.code == HSR_E_NOENT ? 1 : -1;
+	}
+	r->data = malloc(ev.len ? ev.len : 1);
+	if (!r->data) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	memcpy(r->data, ev.data, ev.len);
+	r->len = ev.len;
+	r->offset = ev.offset;
+	r->total = ev.token;
+	r->ended = ev.final;
+	return 0;
+}
+
+int
+hs_conn_output_read(struct hs_conn *cn, uint64_t id, int stream, uint64_t off, size_t max,
+                    struct hs_output_range *r, char *err, size_t errlen)
+{
+	char e[256];
+	memset(r, 0, sizeof(*r));
+	if (cn->exec_mode) {
+		snprintf(err, errlen, "backend '%s' keeps no output to read back: it has no runner here",
+		         cn->be->plugin.name);
+		return 1;
+	}
+	for (int i = 0;; i++) {
+		int rc = read_once(cn, id, stream, off, max, r, err, errlen);
+		if (rc != -2)
+			return rc;
+		if (i == HS_REATTACH_TRIES || reattach(cn, HSR_CREDIT_UNLIMITED, 0, NULL, e, sizeof(e)) < 0)
+			return -1;
+	}
+}
+
+int
+hs_conn_output_spill(struct hs_conn *cn, uint64_t id, char *out_path, char *err_path, size_t len,
+                     char *err, size_t errlen)
+{
+	struct hsr_event ev;
+	uint64_t token;
+
+	if (cn->exec_mode) {
+		snprintf(err, errlen, "backend '%s' keeps no output to spill: it has no runner here",
+		         cn->be->plugin.name);
+		return -1;
+	}
+	pthread_mutex_lock(&cn->lock);
+	token = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
+	if (hsr_client_spill(cn->rc, token, id) < 0 || await_answer(cn, token, HSR_EV_OK, &ev, err, errlen) != 1) {
+		if (!err[0])
+			snprintf(err, errlen, "the runner did not answer the spill");
+		return -1;
+	}
+	if (ev.type == HSR_EV_ERROR) {
+		snprintf(err, errlen, "%s", ev.code == HSR_E_PROTO
+		         ? "the session's runner cannot spill output (an older hs-runner)" : ev.message);
+		return -1;
+	}
+	const char *dir = cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp";
+	snprintf(out_path, len, "%s/out-%llu.stdout", dir, (unsigned long long)id);
+	snprintf(err_path, len, "%s/out-%llu.stderr", dir, (unsigned long long)id);
+	return 0;
 }
 
 void

@@ -370,10 +370,12 @@ int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *s)
 		flags |= HSR_EXEC_SESSION;
 	if (s->report_wait)
 		flags |= HSR_EXEC_REPORT_WAIT;
+	if (s->keep_bytes)
+		flags |= HSR_EXEC_KEEP;
 	pthread_mutex_lock(&c->lock);
 	hsr_exec_encode(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
 			s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,
-			s->initial_credit, s->cwd ? s->cwd : "", s->argv,
+			s->initial_credit, s->keep_bytes, s->cwd ? s->cwd : "", s->argv,
 			s->envp ? s->envp : noenv);
 	if (c->out.len > HSR_MAX_FRAME + 4) {
 		c->out.len = 0;
@@ -517,6 +519,22 @@ int hsr_client_jobs(struct hsr_client *c, uint64_t token)
 	return send_msg(c, &m);
 }
 
+int hsr_client_read(struct hsr_client *c, uint64_t token, uint64_t id, int stream,
+		    uint64_t offset, uint32_t max)
+{
+	struct hsr_msg m = { .type = HSR_F_READ, .id = token, .value = id,
+			     .stream = (uint8_t)stream, .offset = offset, .mode = max };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_spill(struct hsr_client *c, uint64_t token, uint64_t id)
+{
+	struct hsr_msg m = { .type = HSR_F_SPILL, .id = token, .value = id };
+
+	return send_msg(c, &m);
+}
+
 int hsr_client_ping(struct hsr_client *c, uint64_t token)
 {
 	struct hsr_msg m = { .type = HSR_F_PING, .value = token };
@@ -623,6 +641,15 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 		ev->type = HSR_EV_WAITING;
 		ev->id = m->id;
 		ev->final = m->final;
+		return 0;
+	case HSR_F_RANGE:
+		ev->type = HSR_EV_RANGE;
+		ev->stream = m->stream;
+		ev->offset = m->offset;
+		ev->token = m->value; /* the stream's total */
+		ev->final = m->final;
+		ev->data = m->data;
+		ev->len = m->len;
 		return 0;
 	case HSR_F_JOBS:
 		ev->type = HSR_EV_JOBS;

@@ -54,6 +54,16 @@ static uint64_t peek_id(const uint8_t *p, size_t len)
 	return hsr_get_u64(&r);
 }
 
+/* HSR_EXEC_KEEP: the output stays after the command, within the budget. */
+static void keep_init(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct hsr_exec_req *req)
+{
+	if (!(req->flags & HSR_EXEC_KEEP) || !req->keep)
+		return;
+	cmd->keep = 1;
+	cmd->sp[1].keep = cmd->sp[2].keep = 1;
+	d->keep_max = req->keep;
+}
+
 void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, size_t len)
 {
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 };
@@ -98,6 +108,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 		hsr_spool_init(&cmd->sp[1], req->head, req->tail);
 		hsr_spool_init(&cmd->sp[2], req->head, req->tail);
 		hsr_spool_init(&cmd->sp[3], 0, 0);
+		keep_init(d, cmd, req);
 		cmd->next = d->cmds;
 		d->cmds = cmd;
 		hsr_shell_exec(d, c, req, cmd);
@@ -153,6 +164,7 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	hsr_spool_init(&cmd->sp[1], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[2], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[3], 0, 0);
+	keep_init(d, cmd, req);
 	for (int s = 1; s <= 3; s++)
 		if (cmd->pipe_fd[s] >= 0)
 			fcntl(cmd->pipe_fd[s], F_SETFL, O_NONBLOCK);
@@ -352,6 +364,7 @@ void hsr_cmd_ack(struct hsr_daemon *d, struct hsr_cmd *cmd, int stream, uint64_t
 	if (!cmd->exit_sent)
 		return;
 	unlink_cmd(d, cmd);
+	hsr_keep_adopt(d, cmd);
 	hsr_cmd_free(cmd);
 }
 
@@ -457,6 +470,8 @@ static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 	}
 	if (cmd->done)
 		cmd->drain_until = hsr_now_ms() + HSR_DRAIN_MS;
+	if (cmd->keep)
+		hsr_keep_enforce(d);
 }
 
 void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *pfd, int n)

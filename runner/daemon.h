@@ -44,6 +44,16 @@ struct hsr_cmd {
 	int waiting;            /* the last WAITING sent said 1 */
 	int64_t stop_at;        /* one-shot: its deadline (0: none), or when it was told to
 	                           stop; from then on what WAITING said stands */
+	int keep;               /* HSR_EXEC_KEEP: its output is kept after it (keep.c) */
+	int spilled;            /* SPILL wrote its output to files */
+};
+
+/* The kept output of a command whose EXIT was acknowledged (keep.c). */
+struct hsr_kept {
+	struct hsr_kept *next;  /* newer */
+	uint64_t id;
+	struct hsr_spool sp[3]; /* stdout, stderr */
+	int spilled;
 };
 
 struct hsr_put {
@@ -95,6 +105,8 @@ struct hsr_daemon {
 	struct hsr_shell *shell; /* the session shell, once a session command came */
 	int sigfd;               /* SIGCHLD */
 	int64_t next_wait_check; /* when one-shot commands are next checked for waiting input */
+	struct hsr_kept *kept;   /* kept output of finished commands, oldest first */
+	uint64_t keep_max;       /* the budget for kept output, from the last EXEC with KEEP */
 };
 
 /* daemon.c */
@@ -158,6 +170,15 @@ void hsr_shell_jobs(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token);
 /* SIGNAL to a background job's processes (TERM: then KILL after the
  * grace); answers OK, or ERROR 4 when no such job lives. */
 void hsr_shell_job_signal(struct hsr_daemon *d, struct hsr_conn *c, uint64_t id, int sig);
+
+/* keep.c: kept output (HSR_EXEC_KEEP, READ, SPILL). */
+/* A finished command's EXIT was acknowledged: its kept output joins the list. */
+void hsr_keep_adopt(struct hsr_daemon *d, struct hsr_cmd *cmd);
+/* Evicts or trims kept output until it fits the budget. */
+void hsr_keep_enforce(struct hsr_daemon *d);
+void hsr_keep_read(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);
+void hsr_keep_spill(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);
+void hsr_keep_free_all(struct hsr_daemon *d);
 
 /* files.c */
 void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);

@@ -5,7 +5,7 @@
 # does dirchain.c, the one directory-chain check of the core and the runner.
 
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
-	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
+	runner/shim.c runner/spool.c runner/keep.c runner/files.c runner/rundir.c runner/proto.c \
 	runner/stop.c runner/hmac.c runner/dirchain.c runner/shell.c runner/proctab.c
 RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/hmac.h runner/dirchain.h
 RUNNER_DEFS = -D_GNU_SOURCE -DHSR_VERSION='"$(PACKAGE_VERSION)"'

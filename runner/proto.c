@@ -408,6 +408,27 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_SHUTDOWN:
 		m->value = hsr_get_u32(&r);
 		break;
+	case HSR_F_READ:
+		m->id = hsr_get_u64(&r);
+		m->value = hsr_get_u64(&r);
+		m->stream = hsr_get_u8(&r);
+		m->offset = hsr_get_u64(&r);
+		m->mode = hsr_get_u32(&r);
+		break;
+	case HSR_F_RANGE:
+		m->id = hsr_get_u64(&r);
+		m->stream = hsr_get_u8(&r);
+		m->offset = hsr_get_u64(&r);
+		m->value = hsr_get_u64(&r);
+		m->final = hsr_get_u8(&r);
+		m->data = r.p;
+		m->len = r.left;
+		r.left = 0;
+		break;
+	case HSR_F_SPILL:
+		m->id = hsr_get_u64(&r);
+		m->value = hsr_get_u64(&r);
+		break;
 	case HSR_F_KEY:
 	case HSR_F_CHALLENGE:
 		m->data = get_fixed(&r, 32);
@@ -539,6 +560,25 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 	case HSR_F_SHUTDOWN:
 		hsr_buf_u32(b, (uint32_t)m->value);
 		break;
+	case HSR_F_READ:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u64(b, m->value);
+		hsr_buf_u8(b, m->stream);
+		hsr_buf_u64(b, m->offset);
+		hsr_buf_u32(b, m->mode);
+		break;
+	case HSR_F_RANGE:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u8(b, m->stream);
+		hsr_buf_u64(b, m->offset);
+		hsr_buf_u64(b, m->value);
+		hsr_buf_u8(b, m->final);
+		hsr_buf_put(b, m->data, m->len);
+		break;
+	case HSR_F_SPILL:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u64(b, m->value);
+		break;
 	case HSR_F_KEY:
 	case HSR_F_CHALLENGE:
 		buf_fixed(b, m->data, 32);
@@ -558,7 +598,7 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 
 void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 		     int64_t deadline_ms, int64_t grace_ms, uint64_t head,
-		     uint64_t tail, uint64_t credit, const char *cwd,
+		     uint64_t tail, uint64_t credit, uint64_t keep, const char *cwd,
 		     const char *const *argv, const char *const *envp)
 {
 	size_t start = hsr_frame_begin(b, HSR_F_EXEC);
@@ -571,7 +611,7 @@ void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 	hsr_buf_u64(b, head);
 	hsr_buf_u64(b, tail);
 	hsr_buf_u64(b, credit);
-	hsr_buf_u64(b, 0); /* reserved for a future field; must be zero */
+	hsr_buf_u64(b, keep); /* was reserved (0) before HSR_EXEC_KEEP */
 	hsr_buf_str(b, cwd);
 	for (n = 0; argv && argv[n]; n++)
 		;
@@ -647,7 +687,7 @@ struct hsr_exec_req *hsr_exec_decode(const uint8_t *p, size_t len)
 	q->head = hsr_get_u64(&r);
 	q->tail = hsr_get_u64(&r);
 	q->credit = hsr_get_u64(&r);
-	hsr_get_u64(&r);
+	q->keep = hsr_get_u64(&r);
 	s = hsr_get_str(&r, &slen);
 	if (!(q->cwd = pool_str(&pool, s, slen)))
 		goto bad;
@@ -706,9 +746,10 @@ const char *hsr_frame_name(int type)
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
 		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
 		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING",
+		[HSR_F_READ] = "READ", [HSR_F_RANGE] = "RANGE", [HSR_F_SPILL] = "SPILL",
 	};
 
-	if (type < 1 || type > HSR_F_MAX_TYPE)
+	if (type < 1 || type > HSR_F_MAX_TYPE || !names[type])
 		return "UNKNOWN";
 	return names[type];
 }

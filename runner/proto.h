@@ -68,7 +68,17 @@ enum hsr_frame_type {
 	HSR_F_WAITING = 25,  /* daemon: u64 id, u8 waiting (1: the command is blocked
 	                        reading its stdin with nothing pending; 0: no longer).
 	                        Sent only for an EXEC with HSR_EXEC_REPORT_WAIT */
-	HSR_F_MAX_TYPE = 25
+	/* 26 is the PTY frame (another branch). */
+	HSR_F_READ = 27,     /* client: u64 token, u64 command id, u8 stream, u64 offset,
+	                        u32 max: read back kept output (HSR_EXEC_KEEP) */
+	HSR_F_RANGE = 28,    /* daemon: u64 token, u8 stream, u64 offset (of the first
+	                        byte: the first kept one at or after the asked offset),
+	                        u64 total (bytes the stream produced so far), u8 ended
+	                        (the command has exited: total is final), bytes */
+	HSR_F_SPILL = 29,    /* client: u64 token, u64 command id: write the command's
+	                        kept output to out/ID.stdout and out/ID.stderr in the
+	                        runtime dir; answered by OK or ERROR with the token */
+	HSR_F_MAX_TYPE = 29
 };
 
 /* ERROR codes.  Append only. */
@@ -95,6 +105,10 @@ enum hsr_error_code {
                                     for this command only */
 #define HSR_EXEC_REPORT_WAIT 0x10u /* send WAITING frames for this command (a daemon
                                       that does not know the flag ignores it) */
+#define HSR_EXEC_KEEP 0x40u      /* keep the command's whole stdout and stderr for READ
+                                    and SPILL after it ended; the EXEC's keep field is
+                                    the budget for kept output of the whole daemon
+                                    (oldest commands' output evicted first) */
 
 /* PUT flags. */
 #define HSR_PUT_FIRST 0x1u /* first chunk: create the temporary file */
@@ -225,6 +239,7 @@ struct hsr_exec_req {
 	int64_t grace_ms;
 	uint64_t head, tail;
 	uint64_t credit;
+	uint64_t keep;   /* HSR_EXEC_KEEP: the budget for kept output (bytes) */
 	char *cwd;
 	char **argv; /* NULL-terminated */
 	char **envp; /* NULL-terminated */
@@ -232,7 +247,7 @@ struct hsr_exec_req {
 
 void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 		     int64_t deadline_ms, int64_t grace_ms, uint64_t head,
-		     uint64_t tail, uint64_t credit, const char *cwd,
+		     uint64_t tail, uint64_t credit, uint64_t keep, const char *cwd,
 		     const char *const *argv, const char *const *envp);
 /* Returns a new request (free() it), or NULL when the payload is malformed
  * (empty argv, an environment entry without '=', an embedded NUL) or

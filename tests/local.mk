@@ -4,13 +4,13 @@ TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/a
 	tests/abi/sdk-install.test tests/core/run.test tests/core/serve.test tests/core/exec-mode.test \
 	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test tests/core/spdx.test \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
-	tests/core/serve-stream.test
+	tests/core/serve-stream.test tests/core/serve-output.test
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
 	tests/abi/sdk-install.test \
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test tests/core/install.test tests/core/spdx.test tests/hsserve.py \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
-	tests/core/serve-stream.test
+	tests/core/serve-stream.test tests/core/serve-output.test
 # The ABI layout (every v1 field's offset, every struct's size) is pinned at
 # compile time: building tests/abi/layout fails on an accidental reorder.
 check_PROGRAMS += tests/abi/layout

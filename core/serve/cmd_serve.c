@@ -324,6 +324,7 @@ static const struct {
 	{ "put_file", op_queue },
 	{ "get_file", op_queue },
 	{ "job", op_queue },
+	{ "output", op_queue },
 	{ "cancel", op_cancel },
 	{ "approve", op_approve },
 	{ "check", op_check },

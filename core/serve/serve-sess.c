@@ -371,6 +371,7 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 	hs_capture_json_result(g, &res->out, k->cap, res->restored);
 	if (k->stream)
 		hs_json_kint(g, "stream_dropped", (long long)k->events.dropped);
+	srv_output_fields(ss, g, res, hs_serve_true(r->root, "spill"));
 	hs_job_left_json(g, &res->out);
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
@@ -399,8 +400,10 @@ exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 	/* Streamed output is complete: the runner pauses the command while the
 	 * client is behind, instead of keeping only head and tail; the reply
 	 * still holds head and tail (k.cap). */
-	if (k.stream)
+	if (k.stream) {
 		rq->bounded = 0;
+		rq->keep_output = 1;
+	}
 	struct hs_cmd_result res;
 	int oc = hs_session_exec(&ss->hs, rq, &sink, &res);
 	if (k.stream)
@@ -685,6 +688,7 @@ static const struct {
 	{ "put_file", do_put, 1 },
 	{ "get_file", do_get, 1 },
 	{ "job", do_job, 1 },
+	{ "output", srv_op_output, 1 },
 	{ "close", do_close, 0 },
 };
 

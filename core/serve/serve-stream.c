@@ -42,8 +42,8 @@ utf8_seq_len(unsigned char c)
  * continuation bytes than it announces is held back; anything else is
  * sent as it is.
  */
-static size_t
-utf8_cut(const unsigned char *buf, size_t len)
+size_t
+srv_utf8_cut(const unsigned char *buf, size_t len)
 {
 	for (size_t back = 1; back <= 3 && back <= len; back++) {
 		unsigned char c = buf[len - back];
@@ -108,7 +108,7 @@ srv_stream_output(struct srv_stream *st, int stream, const void *data, size_t le
 			o->ncarry = 0;
 		}
 	}
-	size_t cut = utf8_cut(p, len);
+	size_t cut = srv_utf8_cut(p, len);
 	if (len > cut)
 		stream_event(st, stream, p, len - cut);
 	memcpy(o->carry, p + len - cut, cut);
