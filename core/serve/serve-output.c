@@ -15,6 +15,7 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
+#include "core/capture.h"
 #include "core/json.h"
 #include "core/pipeline.h"
 #include "core/serve/serve-req.h"
@@ -28,24 +29,7 @@
 void
 srv_output_fields(struct sess *ss, yajl_gen g, const struct hs_cmd_result *res, int spill)
 {
-	struct hs_conn *cn = &ss->hs.cn;
-	char id[32], out[4200], err[4200], e[1024] = "";
-
-	hs_json_kint(g, "stdout_bytes", (long long)res->out.total[1]);
-	hs_json_kint(g, "stderr_bytes", (long long)res->out.total[2]);
-	/* Only a runner keeps output, and only when output_keep allows. */
-	if (cn->exec_mode || ss->hs.lim.output_keep <= 0 || !res->out.runner_id)
-		return;
-	snprintf(id, sizeof(id), "%" PRIu64, res->out.runner_id);
-	hs_json_kstr(g, "output_id", id);
-	if (!spill)
-		return;
-	if (hs_conn_output_spill(cn, res->out.runner_id, out, err, sizeof(out), e, sizeof(e)) == 0) {
-		hs_json_kstr(g, "stdout_file", out);
-		hs_json_kstr(g, "stderr_file", err);
-	} else {
-		hs_json_kstr(g, "spill_error", e);
-	}
+	hs_output_json(g, &ss->hs.cn, ss->hs.lim.output_keep, &res->out, 1, spill);
 }
 
 /* output_id as a string of digits or a JSON integer; 0 when absent or invalid. */
