@@ -521,19 +521,36 @@ struct last_line {
 	int ended; /* a newline ended it: the next byte starts another */
 };
 
+static int
+is_break(char c)
+{
+	return c == '\n' || c == '\r';
+}
+
+/* Only the chunk's last line can matter, so only it is looked at (from the
+ * end: a command's whole output passes here). */
 static void
 last_line_feed(struct last_line *l, const char *buf, size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
-		if (buf[i] == '\n' || buf[i] == '\r') {
+	size_t end = len, start;
+	while (end > 0 && is_break(buf[end - 1]))
+		end--;
+	if (end == 0) {
+		if (len) /* only line breaks: the last line, if any, ended */
 			l->ended = l->n > 0;
-			continue;
-		}
-		if (l->ended)
-			l->n = l->ended = 0;
-		if (l->n < sizeof(l->s) - 1)
-			l->s[l->n++] = buf[i];
+		return;
 	}
+	/* After the last line break before end (memrchr: this runs over every byte). */
+	const char *nl = memrchr(buf, '\n', end), *cr = memrchr(buf, '\r', end);
+	if (cr && (!nl || cr > nl))
+		nl = cr;
+	start = nl ? (size_t)(nl - buf) + 1 : 0;
+	if (start > 0 || l->ended) /* a new line begins */
+		l->n = l->ended = 0;
+	for (size_t i = start; i < end && l->n < sizeof(l->s) - 1; i++)
+		l->s[l->n++] = buf[i];
+	if (end < len)
+		l->ended = 1;
 }
 
 static void
@@ -563,6 +580,40 @@ prompt_of(const struct last_line *l, const struct hs_exec_opts *o, char *out)
 		prompt_emit(out, l->s, l->n);
 }
 
+/* Acknowledgements and credit are sent in batches: at least this much
+ * taken, or nothing more buffered to take (before the reader waits). */
+#define HS_ACK_BATCH (256u * 1024u)
+
+/* Confirm every stream's taken offset not yet acknowledged, and return the
+ * credit due, in one write. */
+static void
+taken_flush(struct hs_conn *cn, uint64_t id, const uint64_t *taken, uint64_t *acked,
+            uint64_t *credit_due)
+{
+	uint64_t off[4] = { 0 };
+	int any = *credit_due != 0;
+	for (int s = 1; s <= 3; s++)
+		if (taken[s] > acked[s]) {
+			off[s] = acked[s] = taken[s];
+			any = 1;
+		}
+	if (any && cn->rc)
+		hsr_client_taken(cn->rc, id, off, *credit_due);
+	*credit_due = 0;
+}
+
+/* taken_flush() once a batch is due. */
+static void
+taken_batch(struct hs_conn *cn, uint64_t id, const uint64_t *taken, uint64_t *acked,
+            uint64_t *credit_due)
+{
+	uint64_t behind = *credit_due;
+	for (int s = 1; s <= 3; s++)
+		behind += taken[s] - acked[s];
+	if (behind >= HS_ACK_BATCH || !hsr_client_pending(cn->rc))
+		taken_flush(cn, id, taken, acked, credit_due);
+}
+
 int
 hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
              struct hs_exec_out *out, char *err, size_t errlen)
@@ -571,7 +622,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	struct state_buf state = { 0 };
 	struct hs_redactor *red[3] = { NULL, NULL, NULL };
 	struct hsr_event ev;
-	uint64_t id, taken[4] = { 0 };
+	uint64_t id, taken[4] = { 0 }, acked[4] = { 0 }, credit_due = 0;
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
 	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
 	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0, sent_exec = 0;
@@ -619,6 +670,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			if (left <= 0) {
 				if (stdin_open)
 					hsr_client_stdin_eof(cn->rc, id);
+				taken_flush(cn, id, taken, acked, &credit_due);
 				hand_off(cn, &h, o, id, taken, red, start, out);
 				rc = 0;
 				goto out;
@@ -682,6 +734,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				snprintf(err, errlen, "lost the runner stream and could not re-attach: %s", e);
 				goto out;
 			}
+			/* The re-attach confirmed taken and reset the credit. */
+			memcpy(acked, taken, sizeof(acked));
+			credit_due = 0;
 			if (lossless)
 				hsr_client_credit(cn->rc, id, HS_WINDOW);
 			continue;
@@ -731,9 +786,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				}
 				last_line_feed(&last, (const char *)ev.data + skip, ev.len - skip);
 				taken[ev.stream] = ev.offset + ev.len;
-				hsr_client_ack(cn->rc, id, ev.stream, taken[ev.stream]);
 				if (lossless)
-					hsr_client_credit(cn->rc, id, ev.len);
+					credit_due += ev.len;
+				taken_batch(cn, id, taken, acked, &credit_due);
 			}
 			break;
 		case HSR_EV_STATE:
@@ -741,9 +796,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				size_t skip = ev.offset < taken[3] ? (size_t)(taken[3] - ev.offset) : 0;
 				state_append(&state, (const char *)ev.data + skip, ev.len - skip);
 				taken[3] = ev.offset + ev.len;
-				hsr_client_ack(cn->rc, id, 3, taken[3]);
 				if (lossless)
-					hsr_client_credit(cn->rc, id, ev.len);
+					credit_due += ev.len;
+				taken_batch(cn, id, taken, acked, &credit_due);
 			}
 			break;
 		case HSR_EV_WAITING:

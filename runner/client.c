@@ -441,6 +441,28 @@ int hsr_client_ack(struct hsr_client *c, uint64_t id, int stream, uint64_t offse
 	return send_msg(c, &m);
 }
 
+int hsr_client_taken(struct hsr_client *c, uint64_t id, const uint64_t offset[4], uint64_t credit)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	for (int s = 1; s <= HSR_STREAM_STATE; s++)
+		if (offset[s]) {
+			struct hsr_msg m = { .type = HSR_F_ACK, .id = id, .stream = (uint8_t)s,
+					     .offset = offset[s] };
+
+			hsr_msg_encode(&c->out, &m, 0);
+		}
+	if (credit) {
+		struct hsr_msg m = { .type = HSR_F_CREDIT, .id = id, .value = credit };
+
+		hsr_msg_encode(&c->out, &m, 0);
+	}
+	rc = flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 int hsr_client_credit(struct hsr_client *c, uint64_t id, uint64_t bytes)
 {
 	struct hsr_msg m = { .type = HSR_F_CREDIT, .id = id, .value = bytes };

@@ -95,6 +95,10 @@ int hsr_client_cancel(struct hsr_client *c, uint64_t id);
  * offset (stream 1 stdout, 2 stderr, 3 state), so the daemon may forget
  * them; stream 0 acknowledges the EXIT and forgets the command. */
 int hsr_client_ack(struct hsr_client *c, uint64_t id, int stream, uint64_t offset);
+/* hsr_client_ack() for every stream s (1..3) with a non-zero offset[s],
+ * and hsr_client_credit() when credit is non-zero, in one write: what a
+ * reader that batches its acknowledgements sends. */
+int hsr_client_taken(struct hsr_client *c, uint64_t id, const uint64_t offset[4], uint64_t credit);
 /* Allows the daemon to send bytes more bytes of output of command id
  * (adds to the remaining credit; HSR_CREDIT_UNLIMITED lifts the limit). */
 int hsr_client_credit(struct hsr_client *c, uint64_t id, uint64_t bytes);

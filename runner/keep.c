@@ -73,7 +73,9 @@ void hsr_keep_adopt(struct hsr_daemon *d, struct hsr_cmd *cmd)
 	k->spilled = cmd->spilled;
 	for (int s = 1; s <= 2; s++) {
 		k->sp[s] = cmd->sp[s];
+		/* The file and the ring belong to the list now. */
 		cmd->sp[s].fd = -1;
+		cmd->sp[s].ring = NULL;
 	}
 	cmd->keep = 0; /* its bytes are counted in the list from now on */
 	for (pp = &d->kept; *pp; pp = &(*pp)->next)

@@ -69,8 +69,10 @@ int hsr_rundir_connect(const struct hsr_rundir *rd);
  * /dev/null (a bare chroot).  Returns the fd or -1. */
 int hsr_open_null(int flags);
 
-/* spool.c: the output of one stream.  Offset o lives at file position o;
- * the bytes in [hole_lo, punched) were freed.  Without keep, freed are the
+/* spool.c: the output of one stream.  The newest bytes, [ring_lo, end),
+ * are in a memory ring (at most HSR_RING_MAX); older ones that are still
+ * needed were written to the file, offset o at position o; the bytes in
+ * [hole_lo, punched) were freed.  Without keep, freed are the
  * bytes that can no longer be sent (acknowledged, or outside the head and
  * tail bounds); with keep (recoverable output, HSR_EXEC_KEEP), everything
  * stays until the daemon's budget trims it (hsr_spool_trim). */
@@ -85,7 +87,14 @@ struct hsr_spool {
 	uint64_t hole_lo;  /* freed space starts here (head: the head is kept) */
 	uint64_t punched;  /* freed space ends here (>= hole_lo) */
 	int keep;          /* keep what was sent until trimmed */
+	uint8_t *ring;     /* NULL until the first byte */
+	size_t ring_cap;
+	uint64_t ring_lo;  /* the oldest offset in the ring */
 };
+
+/* The memory ring of a spool: output sent and acknowledged while it is in
+ * the ring never touches the file. */
+#define HSR_RING_MAX (2u * 1024u * 1024u)
 
 void hsr_spool_init(struct hsr_spool *sp, uint64_t head, uint64_t tail);
 void hsr_spool_close(struct hsr_spool *sp);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,6 +42,9 @@ void hsr_spool_close(struct hsr_spool *sp)
 	if (sp->fd >= 0)
 		close(sp->fd);
 	sp->fd = -1;
+	free(sp->ring);
+	sp->ring = NULL;
+	sp->ring_cap = 0;
 }
 
 /* The file is created with O_EXCL|O_NOFOLLOW under a fresh name and
@@ -116,17 +120,127 @@ static void free_unneeded(struct hsr_spool *sp)
 		free_upto(sp, to);
 }
 
+static ssize_t pread_some(int fd, void *buf, size_t n, uint64_t pos)
+{
+	ssize_t r;
+
+	do
+		r = pread(fd, buf, n, (off_t)pos);
+	while (r < 0 && errno == EINTR);
+	if (r == 0) {
+		errno = EIO;
+		r = -1;
+	}
+	return r;
+}
+
+/* Copies n ring bytes at offset o (all in the ring) to buf. */
+static void ring_get(const struct hsr_spool *sp, uint64_t o, uint8_t *buf, size_t n)
+{
+	size_t at = (size_t)(o % sp->ring_cap), k = sp->ring_cap - at < n ? sp->ring_cap - at : n;
+
+	memcpy(buf, sp->ring + at, k);
+	memcpy(buf + k, sp->ring, n - k);
+}
+
+/* Grows the ring so that it holds want bytes, up to HSR_RING_MAX; the
+ * bytes it holds move to their places in the larger ring. */
+static int ring_grow(struct hsr_spool *sp, uint64_t want)
+{
+	size_t cap = sp->ring_cap ? sp->ring_cap : 64u * 1024u;
+	uint8_t *r;
+
+	while (cap < want && cap < HSR_RING_MAX)
+		cap *= 2;
+	if (cap == sp->ring_cap)
+		return 0;
+	if (!(r = malloc(cap)))
+		return sp->ring ? 0 : -1; /* a full ring goes on spilling to the file */
+	for (uint64_t o = sp->ring_lo; o < sp->end;) {
+		size_t at = (size_t)(o % cap), k = cap - at;
+
+		if (k > sp->end - o)
+			k = (size_t)(sp->end - o);
+		ring_get(sp, o, r + at, k);
+		o += k;
+	}
+	free(sp->ring);
+	sp->ring = r;
+	sp->ring_cap = cap;
+	return 0;
+}
+
+/* Moves the ring's oldest bytes up to offset to out of it: those still
+ * needed (not yet acknowledged, or kept) go to the file. */
+static int ring_evict(struct hsr_spool *sp, int dirfd, uint64_t to)
+{
+	static uint8_t buf[64 * 1024];
+	uint64_t from = sp->ring_lo;
+
+	if (!sp->keep && from < sp->acked)
+		from = sp->acked < to ? sp->acked : to;
+	while (from < to) {
+		size_t k = to - from < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
+
+		if (sp->fd < 0 && (sp->fd = spool_open(dirfd)) < 0)
+			return -1;
+		ring_get(sp, from, buf, k);
+		if (pwrite_all(sp->fd, buf, k, from) < 0)
+			return -1;
+		from += k;
+	}
+	sp->ring_lo = to;
+	return 0;
+}
+
 int hsr_spool_append(struct hsr_spool *sp, int dirfd, const void *data, size_t n)
 {
+	const uint8_t *p = data;
+
 	if (n == 0)
 		return 0;
-	if (sp->fd < 0 && (sp->fd = spool_open(dirfd)) < 0)
-		return -1;
-	if (pwrite_all(sp->fd, data, n, sp->end) < 0)
-		return -1;
-	sp->end += n;
+	while (n) {
+		size_t k;
+
+		if (sp->end + n - sp->ring_lo > sp->ring_cap &&
+		    ring_grow(sp, sp->end + n - sp->ring_lo) < 0)
+			return -1;
+		k = n < sp->ring_cap ? n : sp->ring_cap;
+		if (sp->end + k - sp->ring_lo > sp->ring_cap &&
+		    ring_evict(sp, dirfd, sp->end + k - sp->ring_cap) < 0)
+			return -1;
+		for (size_t done = 0; done < k;) {
+			size_t at = (size_t)((sp->end + done) % sp->ring_cap);
+			size_t c = sp->ring_cap - at < k - done ? sp->ring_cap - at : k - done;
+
+			memcpy(sp->ring + at, p + done, c);
+			done += c;
+		}
+		sp->end += k;
+		p += k;
+		n -= k;
+	}
 	free_unneeded(sp);
 	return 0;
+}
+
+/* Reads up to n held bytes at offset o (o itself held): from the ring, or
+ * from the file up to where the ring starts. */
+static ssize_t spool_get(const struct hsr_spool *sp, uint64_t o, void *buf, size_t n)
+{
+	if (o >= sp->ring_lo) {
+		if (n > sp->end - o)
+			n = (size_t)(sp->end - o);
+		ring_get(sp, o, buf, n);
+		return (ssize_t)n;
+	}
+	if (n > sp->ring_lo - o)
+		n = (size_t)(sp->ring_lo - o);
+	if (sp->fd < 0) {
+		errno = EIO;
+		return -1;
+	}
+	return pread_some(sp->fd, buf, n, o);
 }
 
 uint64_t hsr_spool_kept_from(const struct hsr_spool *sp, uint64_t o)
@@ -170,20 +284,6 @@ uint64_t hsr_spool_unsent(struct hsr_spool *sp)
 	return sp->end - sp->sent;
 }
 
-static ssize_t pread_some(int fd, void *buf, size_t n, uint64_t pos)
-{
-	ssize_t r;
-
-	do
-		r = pread(fd, buf, n, (off_t)pos);
-	while (r < 0 && errno == EINTR);
-	if (r == 0) {
-		errno = EIO;
-		r = -1;
-	}
-	return r;
-}
-
 ssize_t hsr_spool_take(struct hsr_spool *sp, void *buf, size_t max, uint64_t *off)
 {
 	uint64_t avail = hsr_spool_unsent(sp);
@@ -196,7 +296,7 @@ ssize_t hsr_spool_take(struct hsr_spool *sp, void *buf, size_t max, uint64_t *of
 		n = (size_t)(sp->head - sp->sent);
 	if (n == 0)
 		return 0;
-	if ((r = pread_some(sp->fd, buf, n, sp->sent)) < 0)
+	if ((r = spool_get(sp, sp->sent, buf, n)) < 0)
 		return -1;
 	sp->sent += (uint64_t)r;
 	if (sp->sent > sp->sent_max)
@@ -254,7 +354,7 @@ ssize_t hsr_spool_read(const struct hsr_spool *sp, uint64_t off, void *buf, size
 	size_t n = lim - from < max ? (size_t)(lim - from) : max;
 
 	*at = from;
-	if (n == 0 || sp->fd < 0)
+	if (n == 0)
 		return 0;
-	return pread_some(sp->fd, buf, n, from);
+	return spool_get(sp, from, buf, n);
 }
