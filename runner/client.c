@@ -20,6 +20,7 @@
 struct hsr_client {
 	int fd;
 	int not_socket;
+	int not_sock;         /* the reader's: recv() said ENOTSOCK (the reader thread only) */
 	pthread_mutex_t lock; /* serialises senders; guards out and not_socket */
 	struct hsr_buf out;
 	struct hsr_decoder dec;
@@ -141,18 +142,21 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* What one read of the stream asks for. */
+#define READ_CHUNK (256u * 1024u)
+
 /* Waits for one whole frame.  Returns 1, 0 on timeout, -1 with err set. */
 static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 		      char *err, size_t errlen)
 {
 	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	uint8_t tmp[65536];
 
 	for (;;) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 		int rc = hsr_decoder_next(&c->dec, f);
 		int wait;
 		ssize_t n;
+		uint8_t *room;
 
 		if (rc == 1)
 			return 1;
@@ -160,6 +164,31 @@ static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 			set_err(err, errlen, "runner stream: invalid frame length");
 			errno = EPROTO;
 			return -1;
+		}
+		/* Read straight into the decoder, in large reads, and without a
+		 * poll when bytes are already there (a socket; else poll first). */
+		if (!(room = hsr_decoder_reserve(&c->dec, READ_CHUNK))) {
+			set_err(err, errlen, "runner stream: out of memory");
+			errno = ENOMEM;
+			return -1;
+		}
+		if (!c->not_sock) {
+			n = recv(c->fd, room, READ_CHUNK, MSG_DONTWAIT);
+			if (n > 0) {
+				hsr_decoder_commit(&c->dec, (size_t)n);
+				continue;
+			}
+			if (n == 0) {
+				set_err(err, errlen, "runner stream closed by the runner");
+				errno = EPIPE;
+				return -1;
+			}
+			if (errno == ENOTSOCK)
+				c->not_sock = 1;
+			else if (errno != EAGAIN && errno != EINTR) {
+				set_err(err, errlen, "runner stream: read: %s", strerror(errno));
+				return -1;
+			}
 		}
 		wait = -1;
 		if (end >= 0) {
@@ -179,7 +208,7 @@ static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 			return 0;
 		if (rc <= 0)
 			continue;
-		n = read(c->fd, tmp, sizeof(tmp));
+		n = read(c->fd, room, READ_CHUNK);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -191,11 +220,7 @@ static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 			errno = EPIPE;
 			return -1;
 		}
-		if (hsr_decoder_feed(&c->dec, tmp, (size_t)n) < 0) {
-			set_err(err, errlen, "runner stream: out of memory");
-			errno = ENOMEM;
-			return -1;
-		}
+		hsr_decoder_commit(&c->dec, (size_t)n);
 	}
 }
 

@@ -166,8 +166,14 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	hsr_spool_init(&cmd->sp[3], 0, 0);
 	keep_init(d, cmd, req);
 	for (int s = 1; s <= 3; s++)
-		if (cmd->pipe_fd[s] >= 0)
+		if (cmd->pipe_fd[s] >= 0) {
 			fcntl(cmd->pipe_fd[s], F_SETFL, O_NONBLOCK);
+			/* A larger pipe lets a fast command run ahead and the
+			 * daemon take its output in fewer, larger reads; where
+			 * the system refuses (pipe-max-size), the default stays. */
+			if (s < 3)
+				fcntl(cmd->pipe_fd[s], F_SETPIPE_SZ, (int)HSR_PIPE_SIZE);
+		}
 	if (cmd->stdin_fd >= 0)
 		fcntl(cmd->stdin_fd, F_SETFL, O_NONBLOCK);
 	fcntl(cmd->ctl_fd, F_SETFL, O_NONBLOCK);
@@ -440,7 +446,7 @@ static void read_status(struct hsr_cmd *cmd)
 
 static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 {
-	static uint8_t buf[HSR_CHUNK];
+	static uint8_t buf[HSR_OUT_CHUNK];
 	ssize_t n;
 
 	do
@@ -532,6 +538,8 @@ int64_t hsr_cmd_wake(const struct hsr_cmd *cmd)
  * something was queued. */
 static int pump_one(struct hsr_cmd *cmd, struct hsr_conn *c)
 {
+	/* Frames stay at HSR_CHUNK however much was read at once: a transport
+	 * that breaks often must still get whole frames through. */
 	static uint8_t buf[HSR_CHUNK];
 
 	for (int s = 1; s <= 3; s++) {

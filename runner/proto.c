@@ -189,7 +189,7 @@ void hsr_decoder_free(struct hsr_decoder *d)
 	memset(d, 0, sizeof(*d));
 }
 
-int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len)
+uint8_t *hsr_decoder_reserve(struct hsr_decoder *d, size_t len)
 {
 	/* Returned frames point into buf, so compacting here is what ends
 	 * their validity, as documented. */
@@ -198,24 +198,36 @@ int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len)
 		d->len -= d->pos;
 		d->pos = 0;
 	}
-	if (len == 0)
-		return 0;
-	if (d->cap - d->len < len) {
+	if (d->cap - d->len < len || !d->buf) {
 		size_t cap = d->cap ? d->cap : 4096;
 		uint8_t *p;
 
 		while (cap - d->len < len) {
 			if (cap > SIZE_MAX / 2)
-				return -1;
+				return NULL;
 			cap *= 2;
 		}
 		p = realloc(d->buf, cap);
 		if (!p)
-			return -1;
+			return NULL;
 		d->buf = p;
 		d->cap = cap;
 	}
-	memcpy(d->buf + d->len, data, len);
+	return d->buf + d->len;
+}
+
+void hsr_decoder_commit(struct hsr_decoder *d, size_t n)
+{
+	d->len += n;
+}
+
+int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len)
+{
+	uint8_t *p = hsr_decoder_reserve(d, len);
+
+	if (!p)
+		return -1;
+	memcpy(p, data, len);
 	d->len += len;
 	return 0;
 }

@@ -33,6 +33,9 @@
 /* Largest data chunk the daemon puts into one OUTPUT/STATE/FILE_DATA frame
  * and the client into one STDIN or PUT frame. */
 #define HSR_CHUNK (64u * 1024u)
+/* Largest chunk of command output the daemon reads from a pipe at once
+ * (sent as several OUTPUT frames of at most HSR_CHUNK). */
+#define HSR_OUT_CHUNK (256u * 1024u)
 
 /* Frame types.  Append only; never renumber. */
 enum hsr_frame_type {
@@ -191,6 +194,12 @@ void hsr_decoder_init(struct hsr_decoder *d, uint32_t max_frame);
 void hsr_decoder_free(struct hsr_decoder *d);
 /* Copies len bytes in.  Returns 0, or -1 when out of memory. */
 int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len);
+/* Room for at least want more bytes at the end of the buffer, to read
+ * into directly (no copy); hsr_decoder_commit() then adds the n bytes
+ * read.  Returns NULL when out of memory.  Like hsr_decoder_feed(), it ends
+ * the validity of frames returned before. */
+uint8_t *hsr_decoder_reserve(struct hsr_decoder *d, size_t want);
+void hsr_decoder_commit(struct hsr_decoder *d, size_t n);
 /* Returns 1 and fills f when a whole frame is buffered, 0 when more bytes
  * are needed, -1 when the stream is invalid (the error is sticky). */
 int hsr_decoder_next(struct hsr_decoder *d, struct hsr_frame *f);

@@ -95,6 +95,8 @@ struct hsr_spool {
 /* The memory ring of a spool: output sent and acknowledged while it is in
  * the ring never touches the file. */
 #define HSR_RING_MAX (2u * 1024u * 1024u)
+/* The size asked for a command's stdout and stderr pipes. */
+#define HSR_PIPE_SIZE (1024u * 1024u)
 
 void hsr_spool_init(struct hsr_spool *sp, uint64_t head, uint64_t tail);
 void hsr_spool_close(struct hsr_spool *sp);
