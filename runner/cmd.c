@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct hsr_cmd *hsr_cmd_find(struct hsr_daemon *d, uint64_t id)
@@ -478,6 +479,15 @@ static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 		cmd->drain_until = hsr_now_ms() + HSR_DRAIN_MS;
 	if (cmd->keep)
 		hsr_keep_enforce(d);
+	/* A bulk producer (megabytes so far) that we keep up with hands us
+	 * small reads, each costing a frame, a relay and a wakeup on every hop:
+	 * a short pause lets its pipe fill, so the next read is large.  It
+	 * costs a trickling command at most that much latency per chunk. */
+	if (n < (ssize_t)HSR_CHUNK && cmd->sp[s].end >= HSR_BULK_BYTES && !cmd->done) {
+		struct timespec ts = { 0, HSR_BULK_PAUSE_US * 1000L };
+
+		nanosleep(&ts, NULL);
+	}
 }
 
 void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *pfd, int n)

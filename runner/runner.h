@@ -95,6 +95,10 @@ struct hsr_spool {
 /* The memory ring of a spool: output sent and acknowledged while it is in
  * the ring never touches the file. */
 #define HSR_RING_MAX (2u * 1024u * 1024u)
+/* A stream past this many bytes counts as bulk output: a small read of it
+ * is followed by a pause of HSR_BULK_PAUSE_US (cmd.c, read_pipe). */
+#define HSR_BULK_BYTES (4u * 1024u * 1024u)
+#define HSR_BULK_PAUSE_US 200
 /* The size asked for a command's stdout and stderr pipes. */
 #define HSR_PIPE_SIZE (1024u * 1024u)
 
