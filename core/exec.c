@@ -1082,6 +1082,11 @@ read_once(struct hs_conn *cn, uint64_t id, int stream, uint64_t off, size_t max,
 		         ? "the session's runner cannot read back output (an older hs-runner)" : ev.message);
 		return ev.code == HSR_E_NOENT ? 1 : -1;
 	}
+	/* The runner is inside the sandbox: never take more than was asked. */
+	if (ev.len > max || (ev.stream != stream)) {
+		snprintf(err, errlen, "the runner answered a read of kept output with a range it was not asked for");
+		return -1;
+	}
 	r->data = malloc(ev.len ? ev.len : 1);
 	if (!r->data) {
 		snprintf(err, errlen, "out of memory");
