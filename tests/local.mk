@@ -57,7 +57,7 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
 	tests/core/test-serve-stream \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner tests/runner/test-hmac \
-	tests/runner/test-dirchain \
+	tests/runner/test-dirchain tests/runner/test-spool \
 	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \
 	tests/docker/test-demux tests/singularity/test-sifcache tests/ssh/test-unit
 VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect \
