@@ -81,6 +81,16 @@ cancel_pending(struct sess *ss)
 	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
+int
+srv_stream_full(struct sess *ss)
+{
+	struct srv *s = ss->srv;
+	pthread_mutex_lock(&s->out_mu);
+	int full = (ss->queued > SRV_STREAM_QUEUE_MAX || s->out_bytes > SRV_OUT_MAX) && !s->client_gone;
+	pthread_mutex_unlock(&s->out_mu);
+	return full;
+}
+
 void
 srv_emit_stream(struct sess *ss, yajl_gen g)
 {

@@ -143,7 +143,10 @@ srv_cancelled(void *ctx)
 {
 	struct srv_sink *k = ctx;
 	char buf[16];
-	return read(k->ss->cancel_pipe[0], buf, sizeof(buf)) > 0;
+	if (read(k->ss->cancel_pipe[0], buf, sizeof(buf)) <= 0)
+		return 0;
+	k->events.stopping = 1;
+	return 1;
 }
 
 

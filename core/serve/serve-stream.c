@@ -58,6 +58,12 @@ srv_utf8_cut(const unsigned char *buf, size_t len)
 static void
 stream_event(struct srv_stream *st, int stream, const void *buf, size_t len)
 {
+	/* Cancelled while the client does not read: what it would wait for is
+	 * dropped, and said in a gap, so the cancel goes through. */
+	if (st->stopping && len && srv_stream_full(st->ss)) {
+		srv_stream_gap(st, stream, len);
+		return;
+	}
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
 	srv_gen_id(g, st->id);

@@ -89,6 +89,9 @@ void srv_emit(struct srv *s, yajl_gen g);
  * cancel request for the session ends the wait.
  */
 void srv_emit_stream(struct sess *ss, yajl_gen g);
+/* 1 when ss's streamed output is over SRV_STREAM_QUEUE_MAX behind (an event
+ * would wait). */
+int srv_stream_full(struct sess *ss);
 /* The writer thread (arg: the srv): writes queued lines until out_closed. */
 void *srv_writer(void *arg);
 /* The "id" member of a reply: the request's id, or null. */
@@ -110,6 +113,8 @@ struct srv_stream {
 	yajl_val id;             /* the exec's request id */
 	struct srv_stream_one s[3]; /* by stream 1, 2 */
 	uint64_t dropped;        /* bytes said in gaps, for the reply's stream_dropped */
+	int stopping;            /* the command was cancelled: a client that does not read
+	                            gets gaps instead of holding the cancel up */
 };
 /* Output of stream (1, 2) as events with offsets, never cutting a UTF-8 character. */
 void srv_stream_output(struct srv_stream *st, int stream, const void *buf, size_t len);

@@ -40,6 +40,16 @@ srv_emit_stream(struct sess *ss, yajl_gen g)
 	free(buf);
 }
 
+/* The writer's queue, stubbed: full when the test says so. */
+static int queue_full;
+
+int
+srv_stream_full(struct sess *ss)
+{
+	(void)ss;
+	return queue_full;
+}
+
 void
 srv_gen_id(yajl_gen g, yajl_val id)
 {
@@ -156,6 +166,30 @@ test_gap_honest(void **state)
 	reset();
 }
 
+/* Cancelled while the client does not read: events that would wait become
+ * a gap, said in the next event that goes out. */
+static void
+test_cancel_gap(void **state)
+{
+	(void)state;
+	struct srv_stream st = { 0 };
+	srv_stream_output(&st, 1, "first", 5);
+	st.stopping = 1;
+	queue_full = 1;
+	srv_stream_output(&st, 1, "lost", 4);
+	srv_stream_output(&st, 1, "more", 4);
+	queue_full = 0;
+	srv_stream_output(&st, 1, "last", 4);
+	srv_stream_flush(&st);
+	assert_int_equal(nev, 2);
+	assert_string_equal(str(ev[1], "data"), "last");
+	assert_int_equal(num(ev[1], "gap", "offset"), 5);
+	assert_int_equal(num(ev[1], "gap", "bytes"), 8);
+	assert_int_equal(num(ev[1], "offset", NULL), 13);
+	assert_int_equal(st.dropped, 8);
+	reset();
+}
+
 int
 main(void)
 {
@@ -163,6 +197,7 @@ main(void)
 		cmocka_unit_test(test_utf8_cut),
 		cmocka_unit_test(test_binary_per_event),
 		cmocka_unit_test(test_gap_honest),
+		cmocka_unit_test(test_cancel_gap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
