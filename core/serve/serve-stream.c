@@ -149,6 +149,8 @@ srv_stream_flush(struct srv_stream *st)
 			size_t n = o->ncarry;
 			o->ncarry = 0;
 			stream_event(st, s, o->carry, n);
+			if (o->gap) /* the held bytes became a gap themselves: say it */
+				stream_event(st, s, "", 0);
 		}
 	}
 }
