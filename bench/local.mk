@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # bench/: benchmarks, never part of `make check`.  `make bench` runs them all
 # and prints ratios against what a user would do instead (bench/README.md).
-EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/plot.py bench/shell-bench.sh \
+EXTRA_DIST += bench/README.md bench/serve-bench.py bench/throughput.sh bench/ssh-throughput.sh \
+	bench/docker-throughput.sh bench/plot.py bench/shell-bench.sh \
 	bench/mcp-bench.mjs bench/egress-bench.sh bench/screen-bench.py
 
 # hs serve session latency vs bash -c true and the Python-subprocess approach,
@@ -14,6 +15,12 @@ bench-serve: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
 bench-throughput: core/hs$(EXEEXT) runner/hs-runner$(EXEEXT)
 	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
 	  bash $(top_srcdir)/bench/throughput.sh
+	@# The ssh and docker paths against their transport alone (issue 25); each
+	@# starts a private sshd / dockerd, and is skipped (77) where it cannot.
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) HS_RUNNER=$(abs_top_builddir)/runner/hs-runner$(EXEEXT) \
+	  bash $(top_srcdir)/bench/ssh-throughput.sh || [ $$? = 77 ]
+	HS=$(abs_top_builddir)/core/hs$(EXEEXT) top_builddir=$(abs_top_builddir) srcdir=$(abs_top_srcdir) \
+	  bash $(top_srcdir)/bench/docker-throughput.sh || [ $$? = 77 ]
 
 # A `true` in a session against one persistent bash fed through a pipe,
 # `bash -c true` and the fork/exec floor, and with 2,000 (20,000) functions

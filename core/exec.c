@@ -498,6 +498,7 @@ exec_spec(const struct hs_conn *cn, const struct hs_exec_opts *o, uint64_t id, c
 		.head_bytes = o->head_bytes,
 		.tail_bytes = o->tail_bytes,
 		.initial_credit = lossless ? HS_WINDOW : HSR_CREDIT_UNLIMITED,
+		.keep_bytes = o->keep_bytes,
 	};
 }
 
@@ -613,19 +614,36 @@ struct last_line {
 	int ended; /* a newline ended it: the next byte starts another */
 };
 
+static int
+is_break(char c)
+{
+	return c == '\n' || c == '\r';
+}
+
+/* Only the chunk's last line can matter, so only it is looked at (from the
+ * end: a command's whole output passes here). */
 static void
 last_line_feed(struct last_line *l, const char *buf, size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
-		if (buf[i] == '\n' || buf[i] == '\r') {
+	size_t end = len, start;
+	while (end > 0 && is_break(buf[end - 1]))
+		end--;
+	if (end == 0) {
+		if (len) /* only line breaks: the last line, if any, ended */
 			l->ended = l->n > 0;
-			continue;
-		}
-		if (l->ended)
-			l->n = l->ended = 0;
-		if (l->n < sizeof(l->s) - 1)
-			l->s[l->n++] = buf[i];
+		return;
 	}
+	/* After the last line break before end (memrchr: this runs over every byte). */
+	const char *nl = memrchr(buf, '\n', end), *cr = memrchr(buf, '\r', end);
+	if (cr && (!nl || cr > nl))
+		nl = cr;
+	start = nl ? (size_t)(nl - buf) + 1 : 0;
+	if (start > 0 || l->ended) /* a new line begins */
+		l->n = l->ended = 0;
+	for (size_t i = start; i < end && l->n < sizeof(l->s) - 1; i++)
+		l->s[l->n++] = buf[i];
+	if (end < len)
+		l->ended = 1;
 }
 
 static void
@@ -655,6 +673,40 @@ prompt_of(const struct last_line *l, const struct hs_exec_opts *o, char *out)
 		prompt_emit(out, l->s, l->n);
 }
 
+/* Acknowledgements and credit are sent in batches: at least this much
+ * taken, or nothing more buffered to take (before the reader waits). */
+#define HS_ACK_BATCH (256u * 1024u)
+
+/* Confirm every stream's taken offset not yet acknowledged, and return the
+ * credit due, in one write. */
+static void
+taken_flush(struct hs_conn *cn, uint64_t id, const uint64_t *taken, uint64_t *acked,
+            uint64_t *credit_due)
+{
+	uint64_t off[4] = { 0 };
+	int any = *credit_due != 0;
+	for (int s = 1; s <= 3; s++)
+		if (taken[s] > acked[s]) {
+			off[s] = acked[s] = taken[s];
+			any = 1;
+		}
+	if (any && cn->rc)
+		hsr_client_taken(cn->rc, id, off, *credit_due);
+	*credit_due = 0;
+}
+
+/* taken_flush() once a batch is due. */
+static void
+taken_batch(struct hs_conn *cn, uint64_t id, const uint64_t *taken, uint64_t *acked,
+            uint64_t *credit_due)
+{
+	uint64_t behind = *credit_due;
+	for (int s = 1; s <= 3; s++)
+		behind += taken[s] - acked[s];
+	if (behind >= HS_ACK_BATCH || !hsr_client_pending(cn->rc))
+		taken_flush(cn, id, taken, acked, credit_due);
+}
+
 int
 hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_sink_ops *sink,
              struct hs_exec_out *out, char *err, size_t errlen)
@@ -663,7 +715,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 	struct state_buf state = { 0 };
 	struct hs_redactor *red[3] = { NULL, NULL, NULL };
 	struct hsr_event ev;
-	uint64_t id, taken[4] = { 0 };
+	uint64_t id, taken[4] = { 0 }, acked[4] = { 0 }, credit_due = 0;
 	int lossless = o->head_bytes == 0 && o->tail_bytes == 0;
 	int stdin_open = o->stdin_pipe && sink && sink->input_fd >= 0, stdin_sent = 0;
 	int cancel_sent = 0, rc = -1, done = 0, resent = 0, deadline_cancel = 0, sent_exec = 0;
@@ -715,6 +767,7 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			if (left <= 0) {
 				if (stdin_open)
 					hsr_client_stdin_eof(cn->rc, id);
+				taken_flush(cn, id, taken, acked, &credit_due);
 				hand_off(cn, &h, o, id, taken, red, start, out);
 				rc = 0;
 				goto out;
@@ -785,6 +838,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				snprintf(err, errlen, "lost the runner stream and could not re-attach: %s", e);
 				goto out;
 			}
+			/* The re-attach confirmed taken and reset the credit. */
+			memcpy(acked, taken, sizeof(acked));
+			credit_due = 0;
 			if (lossless)
 				hsr_client_credit(cn->rc, id, HS_WINDOW);
 			continue;
@@ -817,10 +873,16 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				break;
 			{
 				size_t skip = ev.offset < taken[ev.stream] ? (size_t)(taken[ev.stream] - ev.offset) : 0;
-				if (ev.offset > taken[ev.stream])
-					out->dropped[ev.stream] += ev.offset - taken[ev.stream];
-				if (ev.offset > taken[ev.stream] && h.job)
-					hs_capture_gap(&h.job->cap[ev.stream], ev.offset - taken[ev.stream]);
+				if (ev.offset > taken[ev.stream]) {
+					uint64_t gap = ev.offset - taken[ev.stream];
+					out->dropped[ev.stream] += gap;
+					if (h.job)
+						hs_capture_gap(&h.job->cap[ev.stream], gap);
+					/* Redacted bytes before the gap go first. */
+					deliver_flush(&h.tee, red[ev.stream], ev.stream);
+					if (sink && sink->gap)
+						sink->gap(sink->ctx, ev.stream, gap);
+				}
 				if (sink && deliver(&h.tee, red[ev.stream], ev.stream, (const char *)ev.data + skip,
 				                    ev.len - skip) < 0 && !cancel_sent) {
 					hsr_client_cancel(cn->rc, id);
@@ -828,9 +890,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				}
 				last_line_feed(&last, (const char *)ev.data + skip, ev.len - skip);
 				taken[ev.stream] = ev.offset + ev.len;
-				hsr_client_ack(cn->rc, id, ev.stream, taken[ev.stream]);
 				if (lossless)
-					hsr_client_credit(cn->rc, id, ev.len);
+					credit_due += ev.len;
+				taken_batch(cn, id, taken, acked, &credit_due);
 			}
 			break;
 		case HSR_EV_STATE:
@@ -838,9 +900,9 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 				size_t skip = ev.offset < taken[3] ? (size_t)(taken[3] - ev.offset) : 0;
 				state_append(&state, (const char *)ev.data + skip, ev.len - skip);
 				taken[3] = ev.offset + ev.len;
-				hsr_client_ack(cn->rc, id, 3, taken[3]);
 				if (lossless)
-					hsr_client_credit(cn->rc, id, ev.len);
+					credit_due += ev.len;
+				taken_batch(cn, id, taken, acked, &credit_due);
 			}
 			break;
 		case HSR_EV_WAITING:
@@ -1096,6 +1158,103 @@ hs_conn_shell_job_signal(struct hs_conn *cn, uint64_t id, int sig, char *err, si
 		return -1;
 	}
 	return ev.type == HSR_EV_OK ? 0 : 1;
+}
+
+/* One READ of kept output; -2 when the stream broke. */
+static int
+read_once(struct hs_conn *cn, uint64_t id, int stream, uint64_t off, size_t max,
+          struct hs_output_range *r, char *err, size_t errlen)
+{
+	struct hsr_event ev;
+	uint64_t token;
+
+	pthread_mutex_lock(&cn->lock);
+	token = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
+	if (hsr_client_read(cn->rc, token, id, stream, off, (uint32_t)max) < 0)
+		return -2;
+	int a = await_answer(cn, token, HSR_EV_RANGE, &ev, err, errlen);
+	if (a <= 0) {
+		if (a == 0)
+			snprintf(err, errlen, "the runner did not answer a read of kept output");
+		return a < 0 ? -2 : -1;
+	}
+	if (ev.type == HSR_EV_ERROR) {
+		snprintf(err, errlen, "%s", ev.code == HSR_E_PROTO
+		         ? "the session's runner cannot read back output (an older hs-runner)" : ev.message);
+		return ev.code == HSR_E_NOENT ? 1 : -1;
+	}
+	/* The runner is inside the sandbox: never take more than was asked. */
+	if (ev.len > max || (ev.stream != stream)) {
+		snprintf(err, errlen, "the runner answered a read of kept output with a range it was not asked for");
+		return -1;
+	}
+	r->data = malloc(ev.len ? ev.len : 1);
+	if (!r->data) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	memcpy(r->data, ev.data, ev.len);
+	r->len = ev.len;
+	r->offset = ev.offset;
+	r->total = ev.token;
+	r->ended = ev.final;
+	return 0;
+}
+
+int
+hs_conn_output_read(struct hs_conn *cn, uint64_t id, int stream, uint64_t off, size_t max,
+                    struct hs_output_range *r, char *err, size_t errlen)
+{
+	char e[256];
+	memset(r, 0, sizeof(*r));
+	if (cn->exec_mode) {
+		snprintf(err, errlen, "backend '%s' keeps no output to read back: it has no runner here",
+		         cn->be->plugin.name);
+		return 1;
+	}
+	for (int i = 0;; i++) {
+		int rc = read_once(cn, id, stream, off, max, r, err, errlen);
+		if (rc != -2)
+			return rc;
+		if (i == HS_REATTACH_TRIES || reattach(cn, HSR_CREDIT_UNLIMITED, 0, NULL, e, sizeof(e)) < 0)
+			return -1;
+	}
+}
+
+int
+hs_conn_output_spill(struct hs_conn *cn, uint64_t id, char *out_path, char *err_path, size_t len,
+                     char *err, size_t errlen)
+{
+	struct hsr_event ev;
+	uint64_t token;
+
+	if (cn->exec_mode) {
+		snprintf(err, errlen, "backend '%s' keeps no output to spill: it has no runner here",
+		         cn->be->plugin.name);
+		return -1;
+	}
+	pthread_mutex_lock(&cn->lock);
+	token = ++cn->next_id;
+	pthread_mutex_unlock(&cn->lock);
+	if (ensure_stream(cn, err, errlen) < 0)
+		return -1;
+	if (hsr_client_spill(cn->rc, token, id) < 0 || await_answer(cn, token, HSR_EV_OK, &ev, err, errlen) != 1) {
+		if (!err[0])
+			snprintf(err, errlen, "the runner did not answer the spill");
+		return -1;
+	}
+	if (ev.type == HSR_EV_ERROR) {
+		snprintf(err, errlen, "%s", ev.code == HSR_E_PROTO
+		         ? "the session's runner cannot spill output (an older hs-runner)" : ev.message);
+		return -1;
+	}
+	const char *dir = cn->props.runtime_dir[0] ? cn->props.runtime_dir : "/tmp";
+	snprintf(out_path, len, "%s/out-%llu.stdout", dir, (unsigned long long)id);
+	snprintf(err_path, len, "%s/out-%llu.stderr", dir, (unsigned long long)id);
+	return 0;
 }
 
 void

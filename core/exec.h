@@ -71,6 +71,10 @@ struct hs_sink_ops {
 	 * set); once readable, resize says whether the window changed and to what. */
 	int (*resize)(void *ctx, uint16_t *rows, uint16_t *cols);
 	int resize_fd;
+	/* Optional: bytes of stream (1, 2) were dropped before reaching the sink
+	 * (a bounded runner spool, or output lost with an adopted command); the
+	 * next output of that stream comes after them. */
+	void (*gap)(void *ctx, int stream, uint64_t bytes);
 };
 
 /* A sink behind a redactor: hs_redact_sink_emit passes redacted bytes on. */
@@ -102,6 +106,8 @@ struct hs_exec_opts {
 	uint16_t pty_rows, pty_cols; /* both set: run on a pseudo-terminal of this size (its
 	                              stream is stdout; with a session shell, a shell of its own
 	                              started from the session's state); 0: no terminal */
+	uint64_t keep_bytes;       /* the runner keeps the whole output to read back, within this
+	                              budget for the session (hs_conn_output_read); 0: not kept */
 };
 
 /* The default PTY window size. */
@@ -235,6 +241,32 @@ void hs_conn_shell_job_log(const struct hs_conn *cn, uint64_t id, int stream, ch
 int hs_conn_shell_job_read(struct hs_conn *cn, const struct hs_shell_job *j, int stream,
                            uint64_t off, size_t limit, void **buf, size_t *from, size_t *take,
                            size_t *total, char *err, size_t errlen);
+
+/* A range of a command's kept output (hs_exec_opts.keep_bytes). */
+struct hs_output_range {
+	char *data;      /* malloc'd (free it) */
+	size_t len;
+	uint64_t offset; /* of data's first byte: the asked offset, or the next one still kept */
+	uint64_t total;  /* bytes the stream produced (so far, unless ended) */
+	int ended;       /* the command has ended */
+};
+/*
+ * Read at most max bytes of stream (1, 2) of the command with runner id id
+ * (hs_exec_out.runner_id) from offset off, from what the session's runner
+ * kept.  0 with *r filled (r->len 0: off is at or past the end), 1 when the
+ * runner keeps no output of that command (evicted, or never kept), -1 with
+ * err.
+ */
+int hs_conn_output_read(struct hs_conn *cn, uint64_t id, int stream, uint64_t off, size_t max,
+                        struct hs_output_range *r, char *err, size_t errlen);
+/*
+ * Have the runner write the command's whole kept output to files in its
+ * runtime directory (inside the sandbox); their paths go to out_path and
+ * err_path (len bytes each).  0, or -1 with err (not kept, partly evicted,
+ * still running).
+ */
+int hs_conn_output_spill(struct hs_conn *cn, uint64_t id, char *out_path, char *err_path, size_t len,
+                         char *err, size_t errlen);
 
 /* A command's stdin given whole in memory (serve's and mcp's "stdin"). */
 struct hs_mem_input {

@@ -11,7 +11,7 @@ core_hs_SOURCES = \
 	core/session.c core/session.h core/shell.c core/shell.h \
 	core/exec.c core/exec-direct.c core/exec.h core/runkey.c core/runkey.h core/env.c core/env.h \
 	core/safety/approval.c core/safety/approval.h core/pipeline.c core/pipeline.h core/capture.c core/capture.h \
-	core/cli/cmd_run.c core/serve/cmd_serve.c core/serve/serve.h core/serve/serve-out.c core/serve/serve-sess.c \
+	core/cli/cmd_run.c core/serve/cmd_serve.c core/serve/serve.h core/serve/serve-out.c core/serve/serve-sess.c core/serve/serve-stream.c core/serve/serve-output.c \
 	core/serve/serve-req.c core/serve/serve-req.h core/cli/cmd_check.c core/cli/cmd_session.c \
 	core/screen.c core/screen.h core/screen-box.c \
 	plugins/local/local.c \

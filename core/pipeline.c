@@ -38,11 +38,14 @@ hs_session_opening(void)
 void
 hs_limits_load(struct hs_core *c, struct hs_limits *l)
 {
-	*l = (struct hs_limits){ .output_limit = 1 << 20, .grace_ms = 2000 };
+	*l = (struct hs_limits){ .output_limit = 1 << 20, .grace_ms = 2000, .output_keep = 64 << 20 };
 	hs_conf_int(c->conf, "timeout", &l->timeout_s);
 	hs_conf_int(c->conf, "max_timeout", &l->max_timeout_s);
 	hs_conf_int(c->conf, "output_limit", &l->output_limit);
 	hs_conf_int(c->conf, "kill_grace_ms", &l->grace_ms);
+	hs_conf_int(c->conf, "output_keep", &l->output_keep);
+	if (l->output_keep < 0)
+		l->output_keep = 0;
 }
 
 int64_t
@@ -286,6 +289,8 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 		.handoff_ms = rq->handoff_ms,
 		.pty_rows = rq->pty_rows,
 		.pty_cols = rq->pty_cols,
+		/* Where only head and tail reach the caller, the rest stays readable. */
+		.keep_bytes = rq->bounded || rq->keep_output ? (uint64_t)s->lim.output_keep : 0,
 	};
 	if (rq->background) {
 		eo.head_bytes = eo.tail_bytes = 0;

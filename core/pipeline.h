@@ -36,6 +36,7 @@ struct hs_limits {
 	int64_t max_timeout_s; /* 0: none; a ceiling on any timeout asked for */
 	int64_t output_limit;  /* bytes kept per stream where output is bounded */
 	int64_t grace_ms;      /* TERM to KILL */
+	int64_t output_keep;   /* bytes of whole output the runner keeps to read back (0: none) */
 };
 
 /* Outcomes of hs_session_open and hs_session_exec; front ends map them to exit codes or errors. */
@@ -114,6 +115,8 @@ struct hs_cmd_req {
 	const char *approval;         /* a narrower mode for this command; NULL: the session's */
 	int64_t timeout_s;            /* <0: the configured timeout */
 	int bounded;                  /* keep head and tail of output_limit (else lossless) */
+	int keep_output;              /* lossless too: the runner keeps the whole output to read
+	                                 back (bounded: always, within output_keep) */
 	int stdin_pipe;               /* the sink gives stdin */
 	int keep_state;               /* write the shell's state back (foreground in a session) */
 	int background;               /* start a job instead (serve) */

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define PROXY_BUF (256 * 1024)
+#define PROXY_BUF (1024 * 1024)
 
 struct pipe_buf {
 	uint8_t data[PROXY_BUF];
@@ -26,7 +26,7 @@ struct pipe_buf {
 	int eof;
 };
 
-/* Static: half a megabyte is too much for some stacks. */
+/* Static: two megabytes are too much for some stacks. */
 static struct pipe_buf up_buf, down_buf;
 
 static int fill(int fd, struct pipe_buf *b)
@@ -60,7 +60,9 @@ static int drain(int fd, struct pipe_buf *b)
 	}
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -1;
-	memmove(b->data, b->data + n, b->len - (size_t)n);
+	/* Usually all of it went; a rest moves to the front. */
+	if ((size_t)n < b->len)
+		memmove(b->data, b->data + n, b->len - (size_t)n);
 	b->len -= (size_t)n;
 	return 0;
 }
@@ -94,13 +96,15 @@ static int proxy(int sock)
 				continue;
 			return 1;
 		}
+		/* What was read is written at once where the other side takes
+		 * it (non-blocking), rather than after another poll. */
 		if (p[0].revents)
 			fill(0, up);
 		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !down->eof)
 			fill(sock, down);
-		if ((p[1].revents & POLLOUT) && up->len && drain(sock, up) < 0)
+		if ((p[1].revents & POLLOUT || p[0].revents) && up->len && drain(sock, up) < 0)
 			return 1;
-		if (p[2].revents && drain(1, down) < 0)
+		if ((p[2].revents || p[1].revents) && down->len && drain(1, down) < 0)
 			return 1; /* our reader is gone */
 	}
 }

@@ -20,6 +20,7 @@
 struct hsr_client {
 	int fd;
 	int not_socket;
+	int not_sock;         /* the reader's: recv() said ENOTSOCK (the reader thread only) */
 	pthread_mutex_t lock; /* serialises senders; guards out and not_socket */
 	struct hsr_buf out;
 	struct hsr_decoder dec;
@@ -142,18 +143,21 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* What one read of the stream asks for. */
+#define READ_CHUNK (256u * 1024u)
+
 /* Waits for one whole frame.  Returns 1, 0 on timeout, -1 with err set. */
 static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 		      char *err, size_t errlen)
 {
 	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	uint8_t tmp[65536];
 
 	for (;;) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 		int rc = hsr_decoder_next(&c->dec, f);
 		int wait;
 		ssize_t n;
+		uint8_t *room;
 
 		if (rc == 1)
 			return 1;
@@ -161,6 +165,31 @@ static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 			set_err(err, errlen, "runner stream: invalid frame length");
 			errno = EPROTO;
 			return -1;
+		}
+		/* Read straight into the decoder, in large reads, and without a
+		 * poll when bytes are already there (a socket; else poll first). */
+		if (!(room = hsr_decoder_reserve(&c->dec, READ_CHUNK))) {
+			set_err(err, errlen, "runner stream: out of memory");
+			errno = ENOMEM;
+			return -1;
+		}
+		if (!c->not_sock) {
+			n = recv(c->fd, room, READ_CHUNK, MSG_DONTWAIT);
+			if (n > 0) {
+				hsr_decoder_commit(&c->dec, (size_t)n);
+				continue;
+			}
+			if (n == 0) {
+				set_err(err, errlen, "runner stream closed by the runner");
+				errno = EPIPE;
+				return -1;
+			}
+			if (errno == ENOTSOCK)
+				c->not_sock = 1;
+			else if (errno != EAGAIN && errno != EINTR) {
+				set_err(err, errlen, "runner stream: read: %s", strerror(errno));
+				return -1;
+			}
 		}
 		wait = -1;
 		if (end >= 0) {
@@ -180,7 +209,7 @@ static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 			return 0;
 		if (rc <= 0)
 			continue;
-		n = read(c->fd, tmp, sizeof(tmp));
+		n = read(c->fd, room, READ_CHUNK);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -192,11 +221,7 @@ static int read_frame(struct hsr_client *c, struct hsr_frame *f, int timeout_ms,
 			errno = EPIPE;
 			return -1;
 		}
-		if (hsr_decoder_feed(&c->dec, tmp, (size_t)n) < 0) {
-			set_err(err, errlen, "runner stream: out of memory");
-			errno = ENOMEM;
-			return -1;
-		}
+		hsr_decoder_commit(&c->dec, (size_t)n);
 	}
 }
 
@@ -380,10 +405,12 @@ int hsr_client_exec(struct hsr_client *c, const struct hsr_exec_spec *s)
 		}
 		flags |= HSR_EXEC_PTY;
 	}
+	if (s->keep_bytes)
+		flags |= HSR_EXEC_KEEP;
 	pthread_mutex_lock(&c->lock);
 	hsr_exec_encode_pty(&c->out, s->id, flags, s->deadline_ms < 0 ? 0 : s->deadline_ms,
 			    s->grace_ms < 0 ? 2000 : s->grace_ms, s->head_bytes, s->tail_bytes,
-			    s->initial_credit, s->cwd ? s->cwd : "", s->argv,
+			    s->initial_credit, s->keep_bytes, s->cwd ? s->cwd : "", s->argv,
 			    s->envp ? s->envp : noenv, s->pty_rows, s->pty_cols);
 	if (c->out.len > HSR_MAX_FRAME + 4) {
 		c->out.len = 0;
@@ -461,6 +488,28 @@ int hsr_client_ack(struct hsr_client *c, uint64_t id, int stream, uint64_t offse
 	return send_msg(c, &m);
 }
 
+int hsr_client_taken(struct hsr_client *c, uint64_t id, const uint64_t offset[4], uint64_t credit)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	for (int s = 1; s <= HSR_STREAM_STATE; s++)
+		if (offset[s]) {
+			struct hsr_msg m = { .type = HSR_F_ACK, .id = id, .stream = (uint8_t)s,
+					     .offset = offset[s] };
+
+			hsr_msg_encode(&c->out, &m, 0);
+		}
+	if (credit) {
+		struct hsr_msg m = { .type = HSR_F_CREDIT, .id = id, .value = credit };
+
+		hsr_msg_encode(&c->out, &m, 0);
+	}
+	rc = flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 int hsr_client_credit(struct hsr_client *c, uint64_t id, uint64_t bytes)
 {
 	struct hsr_msg m = { .type = HSR_F_CREDIT, .id = id, .value = bytes };
@@ -535,6 +584,22 @@ int hsr_client_get_file(struct hsr_client *c, uint64_t id, const char *path)
 int hsr_client_jobs(struct hsr_client *c, uint64_t token)
 {
 	struct hsr_msg m = { .type = HSR_F_JOBS, .value = token };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_read(struct hsr_client *c, uint64_t token, uint64_t id, int stream,
+		    uint64_t offset, uint32_t max)
+{
+	struct hsr_msg m = { .type = HSR_F_READ, .id = token, .value = id,
+			     .stream = (uint8_t)stream, .offset = offset, .mode = max };
+
+	return send_msg(c, &m);
+}
+
+int hsr_client_spill(struct hsr_client *c, uint64_t token, uint64_t id)
+{
+	struct hsr_msg m = { .type = HSR_F_SPILL, .id = token, .value = id };
 
 	return send_msg(c, &m);
 }
@@ -650,6 +715,15 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 		ev->type = HSR_EV_EGRESS;
 		ev->token = m->value;
 		ev->port = m->port;
+		return 0;
+	case HSR_F_RANGE:
+		ev->type = HSR_EV_RANGE;
+		ev->stream = m->stream;
+		ev->offset = m->offset;
+		ev->token = m->value; /* the stream's total */
+		ev->final = m->final;
+		ev->data = m->data;
+		ev->len = m->len;
 		return 0;
 	case HSR_F_JOBS:
 		ev->type = HSR_EV_JOBS;

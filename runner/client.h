@@ -75,6 +75,8 @@ struct hsr_exec_spec {
 	                                (HSR_EXEC_PTY; needs protocol HSR_PROTO_PTY) */
 	uint64_t head_bytes, tail_bytes;
 	uint64_t initial_credit;
+	uint64_t keep_bytes; /* non-zero: keep the whole output for READ and SPILL after the
+	                        command (HSR_EXEC_KEEP), within this budget for the daemon */
 };
 
 /* Starts a command.  The id is the caller's and must not be in use by a
@@ -97,6 +99,10 @@ int hsr_client_cancel(struct hsr_client *c, uint64_t id);
  * offset (stream 1 stdout, 2 stderr, 3 state), so the daemon may forget
  * them; stream 0 acknowledges the EXIT and forgets the command. */
 int hsr_client_ack(struct hsr_client *c, uint64_t id, int stream, uint64_t offset);
+/* hsr_client_ack() for every stream s (1..3) with a non-zero offset[s],
+ * and hsr_client_credit() when credit is non-zero, in one write: what a
+ * reader that batches its acknowledgements sends. */
+int hsr_client_taken(struct hsr_client *c, uint64_t id, const uint64_t offset[4], uint64_t credit);
 /* Allows the daemon to send bytes more bytes of output of command id
  * (adds to the remaining credit; HSR_CREDIT_UNLIMITED lifts the limit). */
 int hsr_client_credit(struct hsr_client *c, uint64_t id, uint64_t bytes);
@@ -121,6 +127,15 @@ int hsr_client_get_file(struct hsr_client *c, uint64_t id, const char *path);
 /* Asks for the session shell's background jobs; the daemon answers with an
  * HSR_EV_JOBS carrying token. */
 int hsr_client_jobs(struct hsr_client *c, uint64_t token);
+/* Reads back at most max bytes of kept output of command id (HSR_EXEC_KEEP)
+ * from offset; the daemon answers with an HSR_EV_RANGE carrying token as
+ * its id, or an HSR_EV_ERROR (HSR_E_NOENT: not kept, or evicted). */
+int hsr_client_read(struct hsr_client *c, uint64_t token, uint64_t id, int stream,
+		    uint64_t offset, uint32_t max);
+/* Asks the daemon to write command id's kept output to out/ID.stdout and
+ * out/ID.stderr in its runtime directory; answered by HSR_EV_OK or
+ * HSR_EV_ERROR with token as the id. */
+int hsr_client_spill(struct hsr_client *c, uint64_t token, uint64_t id);
 /* Sends a PING; the daemon answers with an HSR_EV_PONG carrying token. */
 int hsr_client_ping(struct hsr_client *c, uint64_t token);
 
@@ -166,7 +181,9 @@ enum hsr_event_type {
 	HSR_EV_PONG,       /* token */
 	HSR_EV_JOBS,       /* token, data/len: njobs entries (hsr_jobs_entry_next()) */
 	HSR_EV_WAITING,    /* id, final: 1 blocked reading stdin, 0 no longer */
-	HSR_EV_EGRESS      /* token, port: the egress endpoint listens (EGRESS_LISTEN) */
+	HSR_EV_EGRESS,     /* token, port: the egress endpoint listens (EGRESS_LISTEN) */
+	HSR_EV_RANGE       /* id (the READ's token), stream, offset, data/len, token: the
+	                      stream's total so far, final: the command has ended */
 };
 
 struct hsr_event {

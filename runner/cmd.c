@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct hsr_cmd *hsr_cmd_find(struct hsr_daemon *d, uint64_t id)
@@ -57,6 +58,16 @@ static uint64_t peek_id(const uint8_t *p, size_t len)
 	return hsr_get_u64(&r);
 }
 
+/* HSR_EXEC_KEEP: the output stays after the command, within the budget. */
+static void keep_init(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct hsr_exec_req *req)
+{
+	if (!(req->flags & HSR_EXEC_KEEP) || !req->keep)
+		return;
+	cmd->keep = 1;
+	cmd->sp[1].keep = cmd->sp[2].keep = 1;
+	d->keep_max = req->keep;
+}
+
 /* The fields of a new command without a shim of its own yet (the session
  * shell's, or a terminal command whose descriptors are set), linked in. */
 static void cmd_setup(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_exec_req *req,
@@ -74,6 +85,7 @@ static void cmd_setup(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr
 	hsr_spool_init(&cmd->sp[1], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[2], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[3], 0, 0);
+	keep_init(d, cmd, req);
 	cmd->next = d->cmds;
 	d->cmds = cmd;
 }
@@ -194,9 +206,16 @@ void hsr_cmd_exec(struct hsr_daemon *d, struct hsr_conn *c, const uint8_t *p, si
 	hsr_spool_init(&cmd->sp[1], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[2], req->head, req->tail);
 	hsr_spool_init(&cmd->sp[3], 0, 0);
+	keep_init(d, cmd, req);
 	for (int s = 1; s <= 3; s++)
-		if (cmd->pipe_fd[s] >= 0)
+		if (cmd->pipe_fd[s] >= 0) {
 			fcntl(cmd->pipe_fd[s], F_SETFL, O_NONBLOCK);
+			/* A larger pipe lets a fast command run ahead and the
+			 * daemon take its output in fewer, larger reads; where
+			 * the system refuses (pipe-max-size), the default stays. */
+			if (s < 3)
+				fcntl(cmd->pipe_fd[s], F_SETPIPE_SZ, (int)HSR_PIPE_SIZE);
+		}
 	if (cmd->stdin_fd >= 0)
 		fcntl(cmd->stdin_fd, F_SETFL, O_NONBLOCK);
 	fcntl(cmd->ctl_fd, F_SETFL, O_NONBLOCK);
@@ -408,6 +427,7 @@ void hsr_cmd_ack(struct hsr_daemon *d, struct hsr_cmd *cmd, int stream, uint64_t
 	if (!cmd->exit_sent)
 		return;
 	unlink_cmd(d, cmd);
+	hsr_keep_adopt(d, cmd);
 	hsr_cmd_free(cmd);
 }
 
@@ -484,7 +504,7 @@ static void read_status(struct hsr_cmd *cmd)
 
 static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 {
-	static uint8_t buf[HSR_CHUNK];
+	static uint8_t buf[HSR_OUT_CHUNK];
 	ssize_t n;
 
 	do
@@ -514,6 +534,17 @@ static void read_pipe(struct hsr_daemon *d, struct hsr_cmd *cmd, int s)
 	}
 	if (cmd->done)
 		cmd->drain_until = hsr_now_ms() + HSR_DRAIN_MS;
+	if (cmd->keep)
+		hsr_keep_enforce(d);
+	/* A bulk producer (megabytes so far) that we keep up with hands us
+	 * small reads, each costing a frame, a relay and a wakeup on every hop:
+	 * a short pause lets its pipe fill, so the next read is large.  It
+	 * costs a trickling command at most that much latency per chunk. */
+	if (n < (ssize_t)HSR_CHUNK && cmd->sp[s].end >= HSR_BULK_BYTES && !cmd->done) {
+		struct timespec ts = { 0, HSR_BULK_PAUSE_US * 1000L };
+
+		nanosleep(&ts, NULL);
+	}
 }
 
 void hsr_cmd_io(struct hsr_daemon *d, struct hsr_cmd *cmd, const struct pollfd *pfd, int n)
@@ -576,6 +607,8 @@ int64_t hsr_cmd_wake(const struct hsr_cmd *cmd)
  * something was queued. */
 static int pump_one(struct hsr_cmd *cmd, struct hsr_conn *c)
 {
+	/* Frames stay at HSR_CHUNK however much was read at once: a transport
+	 * that breaks often must still get whole frames through. */
 	static uint8_t buf[HSR_CHUNK];
 
 	for (int s = 1; s <= 3; s++) {

@@ -355,6 +355,12 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 	case HSR_F_GET:
 		hsr_files_get(c, &m);
 		break;
+	case HSR_F_READ:
+		hsr_keep_read(d, c, &m);
+		break;
+	case HSR_F_SPILL:
+		hsr_keep_spill(d, c, &m);
+		break;
 	case HSR_F_PING: {
 		struct hsr_msg r = { .type = HSR_F_PONG, .value = m.value };
 
@@ -795,6 +801,7 @@ static int run_loop(struct hsr_daemon *d)
 	free(who);
 	hsr_egress_free(d);
 	hsr_shell_free(d);
+	hsr_keep_free_all(d);
 	return 0;
 }
 

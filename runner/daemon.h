@@ -53,6 +53,16 @@ struct hsr_cmd {
 	int pty_ready;          /* session: the state dump for its shell was taken */
 	char *pty_cmd;          /* session: the command itself (req->argv[1] runs the dump) */
 	char *pty_feed;         /* session: the dump command fed to the session shell */
+	int keep;               /* HSR_EXEC_KEEP: its output is kept after it (keep.c) */
+	int spilled;            /* SPILL wrote its output to files */
+};
+
+/* The kept output of a command whose EXIT was acknowledged (keep.c). */
+struct hsr_kept {
+	struct hsr_kept *next;  /* newer */
+	uint64_t id;
+	struct hsr_spool sp[3]; /* stdout, stderr */
+	int spilled;
 };
 
 struct hsr_put {
@@ -105,6 +115,8 @@ struct hsr_daemon {
 	int sigfd;               /* SIGCHLD */
 	int64_t next_wait_check; /* when one-shot commands are next checked for waiting input */
 	struct hsr_egress *egress; /* the egress endpoint, once EGRESS_LISTEN came (egress.c) */
+	struct hsr_kept *kept;   /* kept output of finished commands, oldest first */
+	uint64_t keep_max;       /* the budget for kept output, from the last EXEC with KEEP */
 };
 
 /* daemon.c */
@@ -217,6 +229,15 @@ void hsr_put_s(struct hsr_buf *b, const char *s);
 /* shell.c: 1 when process pid is blocked in read() on a descriptor whose
  * file has inode ino (ino 0: any) or, rdev non-zero, is that device. */
 int hsr_proc_reading(pid_t pid, unsigned long ino, unsigned long rdev);
+
+/* keep.c: kept output (HSR_EXEC_KEEP, READ, SPILL). */
+/* A finished command's EXIT was acknowledged: its kept output joins the list. */
+void hsr_keep_adopt(struct hsr_daemon *d, struct hsr_cmd *cmd);
+/* Evicts or trims kept output until it fits the budget. */
+void hsr_keep_enforce(struct hsr_daemon *d);
+void hsr_keep_read(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);
+void hsr_keep_spill(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);
+void hsr_keep_free_all(struct hsr_daemon *d);
 
 /* files.c */
 void hsr_files_put(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_msg *m);

@@ -5,7 +5,7 @@
 # does dirchain.c, the one directory-chain check of the core and the runner.
 
 RUNNER_SRCS = runner/main.c runner/attach.c runner/daemon.c runner/cmd.c \
-	runner/shim.c runner/spool.c runner/files.c runner/rundir.c runner/proto.c \
+	runner/shim.c runner/spool.c runner/keep.c runner/files.c runner/rundir.c runner/proto.c \
 	runner/stop.c runner/hmac.c runner/dirchain.c runner/shell.c runner/proctab.c \
 	runner/egress.c runner/pty.c
 RUNNER_HDRS = runner/runner.h runner/daemon.h runner/proto.h runner/hmac.h runner/dirchain.h
@@ -61,6 +61,12 @@ tests_runner_hsr_run_LDADD = runner/libhsrclient.a $(PTHREAD_LIBS)
 tests_runner_test_dirchain_SOURCES = tests/runner/test-dirchain.c runner/dirchain.c
 tests_runner_test_dirchain_CPPFLAGS = $(HSR_TEST_CPPFLAGS)
 tests_runner_test_dirchain_LDADD = $(CMOCKA_LIBS)
+# The spool alone (issue 25): memory ring, file, kept ranges, bounds.
+check_PROGRAMS += tests/runner/test-spool
+tests_runner_test_spool_SOURCES = tests/runner/test-spool.c runner/spool.c
+tests_runner_test_spool_CPPFLAGS = $(HSR_TEST_CPPFLAGS) -D_GNU_SOURCE
+tests_runner_test_spool_LDADD = $(CMOCKA_LIBS)
+TESTS += tests/runner/test-spool
 
 HSR_SH_TESTS = tests/runner/cli.test tests/runner/session-shell.test tests/runner/rundir.test tests/runner/chroot.test \
 	tests/runner/oneshot.test \

@@ -203,7 +203,7 @@ void hsr_decoder_free(struct hsr_decoder *d)
 	memset(d, 0, sizeof(*d));
 }
 
-int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len)
+uint8_t *hsr_decoder_reserve(struct hsr_decoder *d, size_t len)
 {
 	/* Returned frames point into buf, so compacting here is what ends
 	 * their validity, as documented. */
@@ -212,24 +212,36 @@ int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len)
 		d->len -= d->pos;
 		d->pos = 0;
 	}
-	if (len == 0)
-		return 0;
-	if (d->cap - d->len < len) {
+	if (d->cap - d->len < len || !d->buf) {
 		size_t cap = d->cap ? d->cap : 4096;
 		uint8_t *p;
 
 		while (cap - d->len < len) {
 			if (cap > SIZE_MAX / 2)
-				return -1;
+				return NULL;
 			cap *= 2;
 		}
 		p = realloc(d->buf, cap);
 		if (!p)
-			return -1;
+			return NULL;
 		d->buf = p;
 		d->cap = cap;
 	}
-	memcpy(d->buf + d->len, data, len);
+	return d->buf + d->len;
+}
+
+void hsr_decoder_commit(struct hsr_decoder *d, size_t n)
+{
+	d->len += n;
+}
+
+int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len)
+{
+	uint8_t *p = hsr_decoder_reserve(d, len);
+
+	if (!p)
+		return -1;
+	memcpy(p, data, len);
 	d->len += len;
 	return 0;
 }
@@ -442,6 +454,23 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 		if (from_daemon && ((m->port = hsr_get_u32(&r)) == 0 || m->port > 65535))
 			return -1;
 		break;
+	case HSR_F_READ:
+		m->id = hsr_get_u64(&r);
+		m->value = hsr_get_u64(&r);
+		m->stream = hsr_get_u8(&r);
+		m->offset = hsr_get_u64(&r);
+		m->mode = hsr_get_u32(&r);
+		break;
+	case HSR_F_RANGE:
+		m->id = hsr_get_u64(&r);
+		m->stream = hsr_get_u8(&r);
+		m->offset = hsr_get_u64(&r);
+		m->value = hsr_get_u64(&r);
+		m->final = hsr_get_u8(&r);
+		m->data = r.p;
+		m->len = r.left;
+		r.left = 0;
+		break;
 	case HSR_F_EGRESS_DATA:
 		m->id = hsr_get_u64(&r);
 		m->data = r.p;
@@ -452,6 +481,10 @@ int hsr_msg_decode(const struct hsr_frame *f, int from_daemon, struct hsr_msg *m
 	case HSR_F_EGRESS_EOF:
 	case HSR_F_EGRESS_CLOSE:
 		m->id = hsr_get_u64(&r);
+		break;
+	case HSR_F_SPILL:
+		m->id = hsr_get_u64(&r);
+		m->value = hsr_get_u64(&r);
 		break;
 	case HSR_F_KEY:
 	case HSR_F_CHALLENGE:
@@ -603,6 +636,25 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 	case HSR_F_EGRESS_CLOSE:
 		hsr_buf_u64(b, m->id);
 		break;
+	case HSR_F_READ:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u64(b, m->value);
+		hsr_buf_u8(b, m->stream);
+		hsr_buf_u64(b, m->offset);
+		hsr_buf_u32(b, m->mode);
+		break;
+	case HSR_F_RANGE:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u8(b, m->stream);
+		hsr_buf_u64(b, m->offset);
+		hsr_buf_u64(b, m->value);
+		hsr_buf_u8(b, m->final);
+		hsr_buf_put(b, m->data, m->len);
+		break;
+	case HSR_F_SPILL:
+		hsr_buf_u64(b, m->id);
+		hsr_buf_u64(b, m->value);
+		break;
 	case HSR_F_KEY:
 	case HSR_F_CHALLENGE:
 		buf_fixed(b, m->data, 32);
@@ -622,16 +674,16 @@ void hsr_msg_encode(struct hsr_buf *b, const struct hsr_msg *m, int from_daemon)
 
 void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 		     int64_t deadline_ms, int64_t grace_ms, uint64_t head,
-		     uint64_t tail, uint64_t credit, const char *cwd,
+		     uint64_t tail, uint64_t credit, uint64_t keep, const char *cwd,
 		     const char *const *argv, const char *const *envp)
 {
 	hsr_exec_encode_pty(b, id, flags & ~HSR_EXEC_PTY, deadline_ms, grace_ms, head, tail,
-			    credit, cwd, argv, envp, 0, 0);
+			    credit, keep, cwd, argv, envp, 0, 0);
 }
 
 void hsr_exec_encode_pty(struct hsr_buf *b, uint64_t id, uint32_t flags,
 			 int64_t deadline_ms, int64_t grace_ms, uint64_t head,
-			 uint64_t tail, uint64_t credit, const char *cwd,
+			 uint64_t tail, uint64_t credit, uint64_t keep, const char *cwd,
 			 const char *const *argv, const char *const *envp,
 			 uint16_t rows, uint16_t cols)
 {
@@ -645,7 +697,7 @@ void hsr_exec_encode_pty(struct hsr_buf *b, uint64_t id, uint32_t flags,
 	hsr_buf_u64(b, head);
 	hsr_buf_u64(b, tail);
 	hsr_buf_u64(b, credit);
-	hsr_buf_u64(b, 0); /* reserved for a future field; must be zero */
+	hsr_buf_u64(b, keep); /* was reserved (0) before HSR_EXEC_KEEP */
 	hsr_buf_str(b, cwd);
 	for (n = 0; argv && argv[n]; n++)
 		;
@@ -725,7 +777,7 @@ struct hsr_exec_req *hsr_exec_decode(const uint8_t *p, size_t len)
 	q->head = hsr_get_u64(&r);
 	q->tail = hsr_get_u64(&r);
 	q->credit = hsr_get_u64(&r);
-	hsr_get_u64(&r);
+	q->keep = hsr_get_u64(&r);
 	s = hsr_get_str(&r, &slen);
 	if (!(q->cwd = pool_str(&pool, s, slen)))
 		goto bad;
@@ -787,11 +839,11 @@ const char *hsr_frame_name(int type)
 		"?", "HELLO", "ERROR", "EXEC", "STDIN", "STDIN_EOF", "SIGNAL",
 		"CANCEL", "OUTPUT", "EXIT", "STATE", "PUT", "GET", "FILE_DATA",
 		"OK", "ACK", "CREDIT", "ATTACH", "PING", "PONG", "SHUTDOWN",
-		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING", "RESIZE", "?", "?", "?",
+		"KEY", "CHALLENGE", "AUTH", "JOBS", "WAITING", "RESIZE", "READ", "RANGE", "SPILL",
 		"EGRESS_LISTEN", "EGRESS_CONN", "EGRESS_DATA", "EGRESS_EOF", "EGRESS_CLOSE",
 	};
 
-	if (type < 1 || type > HSR_F_MAX_TYPE)
+	if (type < 1 || type > HSR_F_MAX_TYPE || !names[type])
 		return "UNKNOWN";
 	return names[type];
 }

@@ -37,6 +37,9 @@
 /* Largest data chunk the daemon puts into one OUTPUT/STATE/FILE_DATA frame
  * and the client into one STDIN or PUT frame. */
 #define HSR_CHUNK (64u * 1024u)
+/* Largest chunk of command output the daemon reads from a pipe at once
+ * (sent as several OUTPUT frames of at most HSR_CHUNK). */
+#define HSR_OUT_CHUNK (256u * 1024u)
 
 /* Frame types.  Append only; never renumber. */
 enum hsr_frame_type {
@@ -74,7 +77,15 @@ enum hsr_frame_type {
 	                        Sent only for an EXEC with HSR_EXEC_REPORT_WAIT */
 	HSR_F_RESIZE = 26,   /* client: u64 id, u16 rows, u16 cols (a PTY command's
 	                        window size) */
-	/* 27-29: reserved. */
+	HSR_F_READ = 27,     /* client: u64 token, u64 command id, u8 stream, u64 offset,
+	                        u32 max: read back kept output (HSR_EXEC_KEEP) */
+	HSR_F_RANGE = 28,    /* daemon: u64 token, u8 stream, u64 offset (of the first
+	                        byte: the first kept one at or after the asked offset),
+	                        u64 total (bytes the stream produced so far), u8 ended
+	                        (the command has exited: total is final), bytes */
+	HSR_F_SPILL = 29,    /* client: u64 token, u64 command id: write the command's
+	                        kept output to out/ID.stdout and out/ID.stderr in the
+	                        runtime dir; answered by OK or ERROR with the token */
 	HSR_F_EGRESS_LISTEN = 30, /* client: u64 token; daemon: u64 token, u32 port.  The
 	                             daemon listens on 127.0.0.1:port (its own network
 	                             namespace) and tunnels every connection to this stream */
@@ -119,6 +130,10 @@ enum hsr_error_code {
                                       that does not know the flag ignores it) */
 #define HSR_EXEC_PTY 0x20u      /* run on a new pseudo-terminal; the payload ends with
                                    u16 rows, u16 cols (protocol 4) */
+#define HSR_EXEC_KEEP 0x40u      /* keep the command's whole stdout and stderr for READ
+                                    and SPILL after it ended; the EXEC's keep field is
+                                    the budget for kept output of the whole daemon
+                                    (oldest commands' output evicted first) */
 
 /* Bounds of a PTY window size (rows and cols each). */
 #define HSR_PTY_MIN 1
@@ -207,6 +222,12 @@ void hsr_decoder_init(struct hsr_decoder *d, uint32_t max_frame);
 void hsr_decoder_free(struct hsr_decoder *d);
 /* Copies len bytes in.  Returns 0, or -1 when out of memory. */
 int hsr_decoder_feed(struct hsr_decoder *d, const void *data, size_t len);
+/* Room for at least want more bytes at the end of the buffer, to read
+ * into directly (no copy); hsr_decoder_commit() then adds the n bytes
+ * read.  Returns NULL when out of memory.  Like hsr_decoder_feed(), it ends
+ * the validity of frames returned before. */
+uint8_t *hsr_decoder_reserve(struct hsr_decoder *d, size_t want);
+void hsr_decoder_commit(struct hsr_decoder *d, size_t n);
 /* Returns 1 and fills f when a whole frame is buffered, 0 when more bytes
  * are needed, -1 when the stream is invalid (the error is sticky). */
 int hsr_decoder_next(struct hsr_decoder *d, struct hsr_frame *f);
@@ -258,6 +279,7 @@ struct hsr_exec_req {
 	uint64_t head, tail;
 	uint64_t credit;
 	uint16_t rows, cols; /* HSR_EXEC_PTY: the window size */
+	uint64_t keep;   /* HSR_EXEC_KEEP: the budget for kept output (bytes) */
 	char *cwd;
 	char **argv; /* NULL-terminated */
 	char **envp; /* NULL-terminated */
@@ -265,12 +287,12 @@ struct hsr_exec_req {
 
 void hsr_exec_encode(struct hsr_buf *b, uint64_t id, uint32_t flags,
 		     int64_t deadline_ms, int64_t grace_ms, uint64_t head,
-		     uint64_t tail, uint64_t credit, const char *cwd,
+		     uint64_t tail, uint64_t credit, uint64_t keep, const char *cwd,
 		     const char *const *argv, const char *const *envp);
 /* The same with the window size that HSR_EXEC_PTY in flags appends. */
 void hsr_exec_encode_pty(struct hsr_buf *b, uint64_t id, uint32_t flags,
 			 int64_t deadline_ms, int64_t grace_ms, uint64_t head,
-			 uint64_t tail, uint64_t credit, const char *cwd,
+			 uint64_t tail, uint64_t credit, uint64_t keep, const char *cwd,
 			 const char *const *argv, const char *const *envp,
 			 uint16_t rows, uint16_t cols);
 /* Returns a new request (free() it), or NULL when the payload is malformed

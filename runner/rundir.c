@@ -171,7 +171,7 @@ void hsr_rundir_sweep(const struct hsr_rundir *rd)
 		/* Spool files, and the session shell's files and job logs
 		 * (shell.c), which end with their daemon. */
 		if (strncmp(de->d_name, "spool.", 6) == 0 || strncmp(de->d_name, "sh.", 3) == 0 ||
-		    strncmp(de->d_name, "job-", 4) == 0)
+		    strncmp(de->d_name, "job-", 4) == 0 || strncmp(de->d_name, "out-", 4) == 0)
 			unlinkat(rd->dirfd, de->d_name, 0);
 	closedir(dir);
 }

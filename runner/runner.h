@@ -69,17 +69,38 @@ int hsr_rundir_connect(const struct hsr_rundir *rd);
  * /dev/null (a bare chroot).  Returns the fd or -1. */
 int hsr_open_null(int flags);
 
-/* spool.c: the bytes of one output stream not yet acknowledged. */
+/* spool.c: the output of one stream.  The newest bytes, [ring_lo, end),
+ * are in a memory ring (at most HSR_RING_MAX); older ones that are still
+ * needed were written to the file, offset o at position o; the bytes in
+ * [hole_lo, punched) were freed.  Without keep, freed are the
+ * bytes that can no longer be sent (acknowledged, or outside the head and
+ * tail bounds); with keep (recoverable output, HSR_EXEC_KEEP), everything
+ * stays until the daemon's budget trims it (hsr_spool_trim). */
 struct hsr_spool {
 	int fd;            /* -1 until the first byte */
-	uint64_t head, tail; /* bounds; both 0 means lossless */
+	uint64_t head, tail; /* bounds of what is sent; both 0 means lossless */
 	uint64_t end;      /* bytes produced */
 	uint64_t sent;     /* next offset to send */
 	uint64_t sent_max; /* highest offset ever sent */
 	uint64_t acked;
 	uint64_t dropped;  /* bytes discarded without ever being sent */
-	uint64_t punched;  /* lossless: file space below this was freed */
+	uint64_t hole_lo;  /* freed space starts here (head: the head is kept) */
+	uint64_t punched;  /* freed space ends here (>= hole_lo) */
+	int keep;          /* keep what was sent until trimmed */
+	uint8_t *ring;     /* NULL until the first byte */
+	size_t ring_cap;
+	uint64_t ring_lo;  /* the oldest offset in the ring */
 };
+
+/* The memory ring of a spool: output sent and acknowledged while it is in
+ * the ring never touches the file. */
+#define HSR_RING_MAX (2u * 1024u * 1024u)
+/* A stream past this many bytes counts as bulk output: a small read of it
+ * is followed by a pause of HSR_BULK_PAUSE_US (cmd.c, read_pipe). */
+#define HSR_BULK_BYTES (4u * 1024u * 1024u)
+#define HSR_BULK_PAUSE_US 200
+/* The size asked for a command's stdout and stderr pipes. */
+#define HSR_PIPE_SIZE (1024u * 1024u)
 
 void hsr_spool_init(struct hsr_spool *sp, uint64_t head, uint64_t tail);
 void hsr_spool_close(struct hsr_spool *sp);
@@ -95,6 +116,17 @@ void hsr_spool_ack(struct hsr_spool *sp, uint64_t off);
 void hsr_spool_rewind(struct hsr_spool *sp);
 /* Returns 1 when the command must not be read from until bytes go out. */
 int hsr_spool_full(const struct hsr_spool *sp);
+/* Bytes the spool's file holds. */
+uint64_t hsr_spool_stored(const struct hsr_spool *sp);
+/* Frees up to want bytes of kept output that can no longer be sent,
+ * oldest first after the head; returns how many were freed. */
+uint64_t hsr_spool_trim(struct hsr_spool *sp, uint64_t want);
+/* The first offset >= off still held (the end when none). */
+uint64_t hsr_spool_kept_from(const struct hsr_spool *sp, uint64_t off);
+/* Reads up to max held bytes from hsr_spool_kept_from(off), which is
+ * stored in *at.  Returns the count (0 at the end) or -1 with errno. */
+ssize_t hsr_spool_read(const struct hsr_spool *sp, uint64_t off, void *buf, size_t max,
+		       uint64_t *at);
 
 /* shim.c: the per-command supervisor. */
 struct hsr_shim_spec {

@@ -5,7 +5,7 @@ TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/a
 	tests/core/approval-floor.test tests/core/run-faults.test tests/core/install.test tests/core/spdx.test \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
 	tests/core/screen.test tests/core/check-typed.test \
-	tests/core/screen-box.test
+	tests/core/screen-box.test tests/core/serve-stream.test tests/core/serve-output.test
 # PTY commands and jobs, resize and stdin writes (issue 24).
 TESTS += tests/core/pty.test tests/core/run-pty.test
 EXTRA_DIST += tests/core/pty.test tests/core/run-pty.test tests/ptycases.py
@@ -14,7 +14,8 @@ EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tes
 	tests/core/run.test tests/core/serve.test tests/core/exec-mode.test tests/core/approval-floor.test \
 	tests/core/run-faults.test tests/core/install.test tests/core/spdx.test tests/hsserve.py \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
-	tests/core/screen.test tests/core/check-typed.test tests/core/screen-box.test
+	tests/core/screen.test tests/core/check-typed.test tests/core/screen-box.test \
+	tests/core/serve-stream.test tests/core/serve-output.test
 # The ABI layout (every v1 field's offset, every struct's size) is pinned at
 # compile time: building tests/abi/layout fails on an accidental reorder.
 check_PROGRAMS += tests/abi/layout
@@ -43,6 +44,12 @@ TESTS += tests/core/test-screen
 tests_core_test_screen_SOURCES = tests/core/test-screen.c core/screen.c core/capture.c core/json.c
 tests_core_test_screen_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(VTERM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_core_test_screen_LDADD = $(YAJL_LIBS) $(VTERM_LIBS) $(CMOCKA_LIBS)
+# serve's streamed output events (issue 25): offsets, gaps, UTF-8 cuts.
+check_PROGRAMS += tests/core/test-serve-stream
+TESTS += tests/core/test-serve-stream
+tests_core_test_serve_stream_SOURCES = tests/core/test-serve-stream.c core/serve/serve-stream.c core/json.c
+tests_core_test_serve_stream_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(CMOCKA_CFLAGS)
+tests_core_test_serve_stream_LDADD = $(YAJL_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += docs/architecture.md
 
 # Ceilings and hs's own files (issue 18): user policy only adds, locks hold for
@@ -60,9 +67,9 @@ EXTRA_DIST += tests/faults/serve-faults.test tests/faults/disk-full.test tests/f
 # The unit tests under valgrind memcheck: no invalid access, no leak
 # (definite or indirect).  .ci/run runs it; backends append their unit tests.
 VALGRIND_TESTS = tests/safety/test-analyse tests/safety/test-stdin tests/safety/test-mounts tests/safety/test-approval tests/core/test-pipeline \
-	tests/core/test-screen \
+	tests/core/test-screen tests/core/test-serve-stream \
 	tests/config/test-hsconf tests/runner/test-proto tests/runner/test-runner tests/runner/test-hmac \
-	tests/runner/test-dirchain tests/egress/test-egress \
+	tests/runner/test-dirchain tests/egress/test-egress tests/runner/test-spool \
 	tests/fuzz/test-fuzz-smoke tests/safety/test-credentials tests/daytona/test-json \
 	tests/docker/test-demux tests/singularity/test-sifcache tests/ssh/test-unit
 VALGRIND = valgrind -q --leak-check=full --show-leak-kinds=definite,indirect \

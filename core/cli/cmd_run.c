@@ -45,6 +45,8 @@ on_sigint(int sig)
 
 struct run_sink {
 	int json;
+	int spill;      /* --spill: the whole output as files in the sandbox */
+	int named;      /* -s: the session (and its kept output) outlives this run */
 	struct hs_capture cap[3];
 	int write_failed;
 	struct hs_run_pty *pty; /* --pty: input and resize through run-pty.c */
@@ -176,6 +178,10 @@ usage(FILE *f)
 	        "  -e, --env K=V          set a variable for this command (repeatable)\n"
 	        "      --approval MODE    ask, deny or approve (dangerous commands)\n"
 	        "      --json             print {exit_code, stdout, stderr, ...} with bounded output\n"
+	        "                         and the whole output's size (with -s: an output_id to\n"
+	        "                         read the rest through hs serve's output op)\n"
+	        "      --spill            with --json and -s: write the whole stdout and stderr to\n"
+	        "                         files in the sandbox (stdout_file, stderr_file)\n"
 	        "      --image IMAGE      container image (backends with images)\n"
 	        "  -v, --mount SPEC       mount, docker syntax (repeatable; host paths need approval)\n"
 	        "      --network NAME     network (default none, where the backend supports it);\n"
@@ -221,13 +227,14 @@ outcome_exit(int oc)
 	return oc == HS_OUTCOME_DENIED ? HS_EXIT_DENIED : HS_EXIT_FAIL;
 }
 
-/* Print the --json result. */
+/* Print the --json result: with a named session, how to read the whole output. */
 static void
-run_json(const struct hs_cmd_result *res, struct run_sink *rs)
+run_json(struct hs_session *s, const struct hs_cmd_result *res, struct run_sink *rs)
 {
 	yajl_gen g = hs_json_new();
 	yajl_gen_map_open(g);
 	hs_capture_json_result(g, &res->out, rs->cap, res->restored);
+	hs_output_json(g, &s->cn, s->lim.output_keep, &res->out, rs->named, rs->spill);
 	yajl_gen_map_close(g);
 	hs_json_emit(g, 1);
 }
@@ -270,7 +277,7 @@ run_exec(struct hs_session *s, struct hs_run_io *io)
 		return outcome_exit(oc);
 	}
 	if (io->rs.json)
-		run_json(&res, &io->rs);
+		run_json(s, &res, &io->rs);
 	if (res.out.timed_out) {
 		/* A question is not a hang: say so, and what it asked (control
 		 * characters shown as '?', so the line is only text). */
@@ -339,6 +346,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		{ "env", required_argument, NULL, 'e' },
 		{ "approval", required_argument, NULL, 'A' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "spill", no_argument, NULL, 'S' },
 		{ "image", required_argument, NULL, 'I' },
 		{ "mount", required_argument, NULL, 'v' },
 		{ "network", required_argument, NULL, 'N' },
@@ -353,7 +361,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 	const char *sets[64], *mounts[32], *allow[64], *session = NULL, *backend = NULL, *cwd = NULL;
 	size_t n_sets = 0, n_mounts = 0, n_allow = 0;
 	struct hs_env_spec spec = { .struct_size = sizeof(spec) };
-	int json = 0, pty = 0, o, rc = HS_EXIT_FAIL;
+	int json = 0, pty = 0, spill = 0, o, rc = HS_EXIT_FAIL;
 	char err[1024];
 
 	optind = 1;
@@ -382,6 +390,7 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 			}
 			break;
 		case 'j': json = 1; break;
+		case 'S': spill = 1; break;
 		case 'I': spec.image = optarg; break;
 		case 'v':
 			if (n_mounts == 32) {
@@ -426,6 +435,10 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 		default: return HS_EXIT_USAGE;
 		}
 	}
+	if (spill && (!json || !session)) {
+		hs_die_msg("--spill needs --json and -s SESSION: the files live in the session's sandbox");
+		return HS_EXIT_USAGE;
+	}
 	if (optind >= argc) {
 		hs_die_msg("run needs a COMMAND (see hs run --help)");
 		return HS_EXIT_USAGE;
@@ -448,7 +461,8 @@ hs_cmd_run(struct hs_core *c, int argc, char **argv)
 
 	struct hs_run_io io = { .cmd = { .command = command, .sets = sets, .n_sets = n_sets,
 	                                 .cwd = cwd, .timeout_s = -1, .bounded = json,
-	                                 .keep_state = session != NULL } };
+	                                 .keep_state = session != NULL },
+	                         .rs = { .spill = spill, .named = session != NULL } };
 	io.allow = n_allow ? allow : NULL;
 	io.n_allow = n_allow;
 	struct hs_run_pty tp;

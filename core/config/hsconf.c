@@ -31,6 +31,7 @@ static const struct {
 	{ "HS_WORKSPACE", "workspace", 0 },
 	{ "HS_PLUGIN_DIR", "plugin_dirs", 1 },
 	{ "HS_OUTPUT_LIMIT", "output_limit", 0 },
+	{ "HS_OUTPUT_KEEP", "output_keep", 0 },
 	{ "HS_NONINTERACTIVE", "noninteractive", 0 },
 	{ "HS_AUDIT_LOG", "audit_log", 0 },
 	{ "HS_RUNNER", "runner_path", 0 },

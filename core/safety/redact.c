@@ -4,10 +4,14 @@
 /*
  * redact.c - streaming redaction of secret values.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/safety/redact.h"
+
+/* Up to this many distinct first bytes are searched with memchr. */
+#define HS_REDACT_FIRST_MAX 4
 
 struct hs_redactor {
 	char **sec;
@@ -18,6 +22,12 @@ struct hs_redactor {
 	size_t ncarry;
 	char *work;
 	size_t workcap;
+	/* The distinct first bytes of the secrets: a match can start only at
+	 * one of them, so scan() jumps between their occurrences (memchr)
+	 * instead of comparing at every byte. */
+	unsigned char first[HS_REDACT_FIRST_MAX];
+	size_t nfirst;         /* > HS_REDACT_FIRST_MAX: too many, use is_first */
+	unsigned char is_first[256];
 };
 
 int
@@ -42,6 +52,13 @@ hs_redactor_new(struct hs_redactor **out, const char *const *secrets, size_t n)
 		r->len[r->n++] = l;
 		if (l > r->maxlen)
 			r->maxlen = l;
+		unsigned char c = (unsigned char)secrets[k][0];
+		if (!r->is_first[c]) {
+			r->is_first[c] = 1;
+			if (r->nfirst < HS_REDACT_FIRST_MAX)
+				r->first[r->nfirst] = c;
+			r->nfirst++;
+		}
 	}
 	r->carry = malloc(r->maxlen ? r->maxlen : 1);
 	if (!r->carry)
@@ -74,13 +91,40 @@ hs_redactor_free(struct hs_redactor *r)
  * first position where a secret might continue past the end and return it
  * (the caller keeps the rest).  Returns how many bytes were consumed.
  */
+/* The first position >= i where a secret may start (n when none).  nxt
+ * caches, per first byte, its next position found (SIZE_MAX: not yet), so
+ * each byte of w is searched once per first byte. */
+static size_t
+next_candidate(const struct hs_redactor *r, const char *w, size_t i, size_t n, size_t *nxt)
+{
+	if (r->nfirst > HS_REDACT_FIRST_MAX) {
+		while (i < n && !r->is_first[(unsigned char)w[i]])
+			i++;
+		return i;
+	}
+	size_t best = n;
+	for (size_t j = 0; j < r->nfirst; j++) {
+		if (nxt[j] == SIZE_MAX || nxt[j] < i) {
+			const char *p = memchr(w + i, r->first[j], n - i);
+			nxt[j] = p ? (size_t)(p - w) : n;
+		}
+		if (nxt[j] < best)
+			best = nxt[j];
+	}
+	return best;
+}
+
 static size_t
 scan(struct hs_redactor *r, const char *w, size_t n, int final, hs_redact_emit emit, void *ctx)
 {
 	size_t i = 0, start = 0, k, avail;
+	size_t nxt[HS_REDACT_FIRST_MAX] = { SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX };
 	int partial;
 
 	while (i < n) {
+		i = next_candidate(r, w, i, n, nxt);
+		if (i == n)
+			break;
 		partial = 0;
 		for (k = 0; k < r->n; k++) {
 			avail = n - i;

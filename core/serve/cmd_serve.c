@@ -327,6 +327,7 @@ static const struct {
 	{ "job", op_queue },
 	{ "resize", op_queue },
 	{ "write_stdin", op_queue },
+	{ "output", op_queue },
 	{ "cancel", op_cancel },
 	{ "approve", op_approve },
 	{ "check", op_check },

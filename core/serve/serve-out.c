@@ -7,6 +7,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <time.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +18,8 @@
 #include "core/json.h"
 #include "core/serve/serve.h"
 
-/* Streamed output a session may have waiting for a slow client before further
- * output events are dropped (the final reply still carries head and tail). */
+/* Streamed output a session may have waiting for a slow client before its
+ * command is paused until the client reads (srv_emit_stream). */
 #define SRV_STREAM_QUEUE_MAX (4u * 1024u * 1024u)
 
 /* One line waiting for the writer. */
@@ -39,7 +41,8 @@ enqueue_line(struct srv *s, char *buf, size_t len, struct sess *owner)
 	*l = (struct line){ buf, len, owner, NULL };
 	pthread_mutex_lock(&s->out_mu);
 	/* A client that does not read holds up the sender: memory stays within
-	 * SRV_OUT_MAX (streamed output is dropped instead, in srv_emit_stream). */
+	 * SRV_OUT_MAX (streamed output waits in srv_emit_stream, with a bound of
+	 * its own). */
 	while (!owner && s->out_bytes > SRV_OUT_MAX && !s->client_gone)
 		pthread_cond_wait(&s->out_space, &s->out_mu);
 	if (s->client_gone) {
@@ -70,27 +73,52 @@ srv_emit(struct srv *s, yajl_gen g)
 		enqueue_line(s, buf, len, NULL);
 }
 
-/*
- * Queue a streamed output event of session ss, unless the client has fallen
- * SRV_STREAM_QUEUE_MAX behind on this session.  Returns 0 queued, -1 dropped.
- */
+/* 1 when a cancel request for ss is waiting in its pipe (left there for the exec loop). */
+static int
+cancel_pending(struct sess *ss)
+{
+	struct pollfd p = { ss->cancel_pipe[0], POLLIN, 0 };
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 int
-srv_emit_stream(struct sess *ss, yajl_gen g)
+srv_stream_full(struct sess *ss)
 {
 	struct srv *s = ss->srv;
 	pthread_mutex_lock(&s->out_mu);
-	int full = ss->queued > SRV_STREAM_QUEUE_MAX || s->out_bytes > SRV_OUT_MAX;
+	int full = (ss->queued > SRV_STREAM_QUEUE_MAX || s->out_bytes > SRV_OUT_MAX) && !s->client_gone;
 	pthread_mutex_unlock(&s->out_mu);
-	if (full) {
-		yajl_gen_free(g);
-		return -1;
-	}
+	return full;
+}
+
+void
+srv_emit_stream(struct sess *ss, yajl_gen g)
+{
+	struct srv *s = ss->srv;
 	size_t len;
 	char *buf = hs_json_take(g, &len);
 	if (!buf)
-		return -1;
+		return;
+	pthread_mutex_lock(&s->out_mu);
+	/* Wait in steps, so that a cancel sent meanwhile is seen. */
+	while ((ss->queued > SRV_STREAM_QUEUE_MAX || s->out_bytes > SRV_OUT_MAX) && !s->client_gone) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += 100 * 1000 * 1000;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&s->out_space, &s->out_mu, &dl) == ETIMEDOUT) {
+			pthread_mutex_unlock(&s->out_mu);
+			int cancel = cancel_pending(ss);
+			pthread_mutex_lock(&s->out_mu);
+			if (cancel)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&s->out_mu);
 	enqueue_line(s, buf, len, ss);
-	return 0;
 }
 
 void *

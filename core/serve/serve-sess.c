@@ -99,7 +99,7 @@ struct srv_sink {
 	struct sess *ss;
 	yajl_val id;
 	int stream;
-	uint64_t stream_dropped; /* output bytes not sent as events (slow client) */
+	struct srv_stream events; /* stream: the output events, with offsets */
 	struct hs_capture cap[3];
 	struct hs_mem_input in; /* the exec's "stdin" */
 	int pty;                /* on a terminal: its stream is stdout */
@@ -110,17 +110,8 @@ srv_output(void *ctx, int stream, const void *buf, size_t len)
 {
 	struct srv_sink *k = ctx;
 	hs_capture_add(&k->cap[stream], buf, len);
-	if (k->stream) {
-		yajl_gen g = hs_json_new();
-		yajl_gen_map_open(g);
-		srv_gen_id(g, k->id);
-		hs_json_kstr(g, "event", "output");
-		hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
-		hs_json_kbytes(g, "data", buf, len);
-		yajl_gen_map_close(g);
-		if (srv_emit_stream(k->ss, g) < 0)
-			k->stream_dropped += len;
-	}
+	if (k->stream)
+		srv_stream_output(&k->events, stream, buf, len);
 	return 0;
 }
 
@@ -153,6 +144,14 @@ srv_egress(void *ctx, int allowed, const struct hs_audit_egress *e)
 	srv_emit(ss->srv, g);
 }
 
+static void
+srv_gap(void *ctx, int stream, uint64_t bytes)
+{
+	struct srv_sink *k = ctx;
+	if (k->stream)
+		srv_stream_gap(&k->events, stream, bytes);
+}
+
 /* The command waits for input: an event, once per wait. */
 static void
 srv_waiting(void *ctx, const char *prompt)
@@ -180,7 +179,10 @@ srv_cancelled(void *ctx)
 {
 	struct srv_sink *k = ctx;
 	char buf[16];
-	return read(k->ss->cancel_pipe[0], buf, sizeof(buf)) > 0;
+	if (read(k->ss->cancel_pipe[0], buf, sizeof(buf)) <= 0)
+		return 0;
+	k->events.stopping = 1;
+	return 1;
 }
 
 
@@ -462,9 +464,10 @@ reply_result(struct sess *ss, struct req *r, const struct hs_cmd_result *res, st
 	yajl_gen g = srv_reply_ok(r->id);
 	hs_capture_json_result(g, &res->out, k->cap, res->restored);
 	if (k->stream)
-		hs_json_kint(g, "stream_dropped", (long long)k->stream_dropped);
+		hs_json_kint(g, "stream_dropped", (long long)k->events.dropped);
 	if (k->pty)
 		hs_json_kbool(g, "pty", 1);
+	srv_output_fields(ss, g, res, hs_serve_true(r->root, "spill"));
 	hs_job_left_json(g, &res->out);
 	yajl_gen_map_close(g);
 	srv_emit(ss->srv, g);
@@ -475,7 +478,7 @@ static void
 exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 {
 	struct srv_sink k = { .ss = ss, .id = r->id, .stream = hs_serve_true(r->root, "stream"),
-	                      .pty = rq->pty_rows != 0 };
+	                      .pty = rq->pty_rows != 0, .events = { .ss = ss, .id = r->id } };
 	void *stdin_owned = NULL;
 	if (hs_serve_bytes(r->root, "stdin", &k.in.data, &k.in.len, &stdin_owned) < 0) {
 		srv_reply_error(ss->srv, r->id, "invalid_request", "stdin_b64 is not valid base64");
@@ -487,11 +490,20 @@ exec_foreground(struct sess *ss, struct req *r, struct hs_cmd_req *rq)
 	struct hs_sink_ops sink = {
 		.ctx = &k, .output = srv_output, .input = srv_input,
 		.input_fd = k.in.data ? nullfd : -1, .cancelled = srv_cancelled,
-		.cancel_fd = ss->cancel_pipe[0], .waiting = srv_waiting,
+		.cancel_fd = ss->cancel_pipe[0], .waiting = srv_waiting, .gap = srv_gap,
 	};
 	rq->stdin_pipe = k.in.data != NULL;
+	/* Streamed output is complete: the runner pauses the command while the
+	 * client is behind, instead of keeping only head and tail; the reply
+	 * still holds head and tail (k.cap). */
+	if (k.stream) {
+		rq->bounded = 0;
+		rq->keep_output = 1;
+	}
 	struct hs_cmd_result res;
 	int oc = hs_session_exec(&ss->hs, rq, &sink, &res);
+	if (k.stream)
+		srv_stream_flush(&k.events);
 	if (oc == HS_OUTCOME_OK)
 		reply_result(ss, r, &res, &k);
 	else
@@ -812,6 +824,7 @@ static const struct {
 	{ "job", do_job, 1 },
 	{ "resize", srv_do_resize, 1 },
 	{ "write_stdin", srv_do_write_stdin, 1 },
+	{ "output", srv_op_output, 1 },
 	{ "close", do_close, 0 },
 };
 

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
@@ -82,8 +83,16 @@ struct srv {
 /* the srv_writer (serve-out.c) */
 /* Queue one reply or event line; lines are written whole and in order. */
 void srv_emit(struct srv *s, yajl_gen g);
-/* Queue a streamed output event of session ss; -1 when dropped (slow client). */
-int srv_emit_stream(struct sess *ss, yajl_gen g);
+/*
+ * Queue a streamed output event of session ss.  While the client is more
+ * than SRV_STREAM_QUEUE_MAX behind on this session, waits for it to read
+ * (flow control: the command is paused, its output is not dropped); a
+ * cancel request for the session ends the wait.
+ */
+void srv_emit_stream(struct sess *ss, yajl_gen g);
+/* 1 when ss's streamed output is over SRV_STREAM_QUEUE_MAX behind (an event
+ * would wait). */
+int srv_stream_full(struct sess *ss);
 /* The writer thread (arg: the srv): writes queued lines until out_closed. */
 void *srv_writer(void *arg);
 /* The "id" member of a reply: the request's id, or null. */
@@ -92,6 +101,38 @@ void srv_gen_id(yajl_gen g, yajl_val id);
 yajl_gen srv_reply_ok(yajl_val id);
 /* Queue an error reply with code and message. */
 void srv_reply_error(struct srv *s, yajl_val id, const char *code, const char *msg);
+
+/* the output events of a streamed exec (serve-stream.c) */
+struct srv_stream_one {
+	uint64_t off;            /* stream offset of the next event's first byte */
+	uint64_t gap, gap_off;   /* bytes dropped, to be said in the next event, and where */
+	unsigned char carry[4];  /* the start of a UTF-8 character cut by a chunk's end */
+	size_t ncarry;
+};
+struct srv_stream {
+	struct sess *ss;
+	yajl_val id;             /* the exec's request id */
+	struct srv_stream_one s[3]; /* by stream 1, 2 */
+	uint64_t dropped;        /* bytes said in gaps, for the reply's stream_dropped */
+	int stopping;            /* the command was cancelled: a client that does not read
+	                            gets gaps instead of holding the cancel up */
+};
+/* Output of stream (1, 2) as events with offsets, never cutting a UTF-8 character. */
+void srv_stream_output(struct srv_stream *st, int stream, const void *buf, size_t len);
+/* bytes of stream were dropped: the next event says so. */
+void srv_stream_gap(struct srv_stream *st, int stream, uint64_t bytes);
+/* At the end of the command: what is held back, and a gap not yet said. */
+void srv_stream_flush(struct srv_stream *st);
+/* How many bytes at the end of buf begin a UTF-8 character cut short (0 to 3). */
+size_t srv_utf8_cut(const unsigned char *buf, size_t len);
+
+/* recoverable output (serve-output.c) */
+/* The op {"op":"output","session","output_id","stream","offset","length"}. */
+int srv_op_output(struct sess *ss, struct req *r);
+/* The reply fields saying how to read a command's whole output back, and
+ * with spill, the files holding it (into an open reply map). */
+struct hs_cmd_result;
+void srv_output_fields(struct sess *ss, yajl_gen g, const struct hs_cmd_result *res, int spill);
 
 /* the session thread (serve-sess.c) */
 /* Set up ss's session (approval mode resolved) with the client as its asker. */

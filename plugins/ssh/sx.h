@@ -19,7 +19,7 @@
 #include <hs/backend.h>
 
 #define SX_MAX_STREAMS 16
-#define SX_BUF 32768
+#define SX_BUF (128 * 1024)
 #define SX_RETRIES 5
 
 struct sx_state {

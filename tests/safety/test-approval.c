@@ -222,6 +222,22 @@ test_redact(void **state)
 	hs_redact_flush(r, to_sink, &s);
 	assert_string_equal(s.buf, "end hunter2");
 	hs_redactor_free(r);
+
+	/* More distinct first bytes than are searched with memchr. */
+	const char *many[] = { "alpha-secret", "bravo-secret", "charlie-secret", "delta-secret",
+	                       "echo-secret" };
+	const char *t2 = "xalpha-secretyecho-secretzdelta-secrecharlie-secretbravo-secretalpha-secre";
+	const char *w2 = "x[REDACTED]y[REDACTED]zdelta-secre[REDACTED][REDACTED]alpha-secre";
+	assert_int_equal(hs_redactor_new(&r, many, 5), 0);
+	len = strlen(t2);
+	for (cut = 0; cut <= len; cut++) {
+		memset(&s, 0, sizeof(s));
+		hs_redact_feed(r, t2, cut, to_sink, &s);
+		hs_redact_feed(r, t2 + cut, len - cut, to_sink, &s);
+		hs_redact_flush(r, to_sink, &s);
+		assert_string_equal(s.buf, w2);
+	}
+	hs_redactor_free(r);
 }
 
 int
