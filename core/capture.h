@@ -48,14 +48,5 @@ void hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs
                             unsigned restored);
 
 struct hs_conn;
-/*
- * The fields about a command's whole output into an open map: stdout_bytes
- * and stderr_bytes; with with_id, when the session's runner keeps it (keep:
- * the output_keep budget), output_id to read it back by range; with spill,
- * stdout_file and stderr_file (files inside the sandbox holding all of it),
- * or spill_error saying why not.
- */
-void hs_output_json(yajl_gen g, struct hs_conn *cn, int64_t keep, const struct hs_exec_out *out,
-                    int with_id, int spill);
 
 #endif /* HS_CAPTURE_H */

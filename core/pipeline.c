@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,6 +482,29 @@ hs_session_file_gate(struct hs_session *s, const char *path, int put, struct hs_
 	int allowed = hs_session_gate(s, fcmd, out);
 	free(fcmd);
 	return allowed;
+}
+
+void
+hs_output_json(yajl_gen g, struct hs_conn *cn, int64_t keep, const struct hs_exec_out *out,
+               int with_id, int spill)
+{
+	char id[32], opath[4200], epath[4200], e[1024] = "";
+
+	hs_json_kint(g, "stdout_bytes", (long long)out->total[1]);
+	hs_json_kint(g, "stderr_bytes", (long long)out->total[2]);
+	/* Only a runner keeps output, and only when output_keep allows. */
+	if (!with_id || cn->exec_mode || keep <= 0 || !out->runner_id)
+		return;
+	snprintf(id, sizeof(id), "%" PRIu64, out->runner_id);
+	hs_json_kstr(g, "output_id", id);
+	if (!spill)
+		return;
+	if (hs_conn_output_spill(cn, out->runner_id, opath, epath, sizeof(opath), e, sizeof(e)) == 0) {
+		hs_json_kstr(g, "stdout_file", opath);
+		hs_json_kstr(g, "stderr_file", epath);
+	} else {
+		hs_json_kstr(g, "spill_error", e);
+	}
 }
 
 void

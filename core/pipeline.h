@@ -174,6 +174,16 @@ int hs_session_stdin_gate(struct hs_session *s, struct hs_stdin_guard *g, const 
 int hs_session_file_gate(struct hs_session *s, const char *path, int put,
                          struct hs_approval_out *out);
 
+/*
+ * The fields about a command's whole output into an open map: stdout_bytes
+ * and stderr_bytes; with with_id, when the session's runner keeps it (keep:
+ * the output_keep budget), output_id to read it back by range; with spill,
+ * stdout_file and stderr_file (files inside the sandbox holding all of it),
+ * or spill_error saying why not.
+ */
+void hs_output_json(yajl_gen g, struct hs_conn *cn, int64_t keep, const struct hs_exec_out *out,
+                    int with_id, int spill);
+
 /* A job's state as JSON fields into an open map: running, exit (once done), byte counts. */
 void hs_job_state_json(yajl_gen g, const struct hs_job *j);
 /* "job": "sID" when the command o left processes running in the session shell. */

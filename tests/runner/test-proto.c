@@ -301,7 +301,7 @@ static void test_pty(void **state)
 
 	(void)state;
 	hsr_buf_init(&b);
-	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, "/", argv, envp, 24, 80);
+	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, 0, "/", argv, envp, 24, 80);
 	assert_int_equal(decode_one(&b, &m, &q), 0);
 	assert_non_null(q);
 	assert_true(q->flags == HSR_EXEC_PTY && q->rows == 24 && q->cols == 80);
@@ -309,15 +309,15 @@ static void test_pty(void **state)
 	assert_string_equal(q->envp[0], "A=1");
 	free(q);
 	b.len = 0;
-	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, "/", argv, envp, 0, 80);
+	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, 0, "/", argv, envp, 0, 80);
 	assert_int_equal(decode_one(&b, &m, NULL), -1);
 	b.len = 0;
-	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, "/", argv, envp, 24,
+	hsr_exec_encode_pty(&b, 5, HSR_EXEC_PTY, 0, 2000, 0, 0, 1, 0, "/", argv, envp, 24,
 			    HSR_PTY_MAX + 1);
 	assert_int_equal(decode_one(&b, &m, NULL), -1);
 	/* Without the flag no size travels: the old layout. */
 	b.len = 0;
-	hsr_exec_encode(&b, 5, 0, 0, 2000, 0, 0, 1, "/", argv, envp);
+	hsr_exec_encode(&b, 5, 0, 0, 2000, 0, 0, 1, 0, "/", argv, envp);
 	assert_int_equal(decode_one(&b, &m, &q), 0);
 	assert_non_null(q);
 	assert_true(q->rows == 0 && q->cols == 0);
