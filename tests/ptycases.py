@@ -3,7 +3,7 @@
 cases shared by tests/core/pty.test (local, --isolate) and
 tests/docker/pty.test.  Every wait polls with a generous bound; nothing
 asserts a duration."""
-import base64, json, re, shutil, subprocess, threading, time
+import base64, json, os, re, shutil, subprocess, threading, time
 
 
 class Serve:
@@ -122,6 +122,23 @@ class Cases:
               r.get("prompt") == "name? ", r)
         ev = s.wait(lambda e: e.get("id") == req["id"] and e.get("event") == "waiting_input", 1)
         check("... and a waiting_input event came while it waited", ev is not None, s.lines[-5:])
+        # A password prompt (no echo) is waiting input too, with its prompt.
+        req = self.req("exec", command='read -s -p "Password: " pw; echo "len=${#pw}"', pty=True,
+                       background=True)
+        r = s.call(req)
+        job = r.get("job", "j0")
+        ev = s.wait(lambda e: e.get("id") == req["id"] and e.get("event") == "waiting_input", 30)
+        o, end = {}, time.time() + 30
+        while time.time() < end:
+            o = s.call(self.req("job", job=job, action="poll"))
+            if o.get("waiting_input"):
+                break
+            time.sleep(0.2)
+        check("a password prompt (read -s) is reported waiting_input", o.get("waiting_input") is True, o)
+        r = self.write(job, "hunter2\n")
+        check("... the answer is written", r.get("ok"), r)
+        ok, out = self.wait_output(job, r"len=7")
+        check("... and read without echo", ok and "hunter2" not in out, out)
 
         if self.vim:
             # A full-screen program: the job's screen is what a person would see.
@@ -165,11 +182,12 @@ class Cases:
             check("... and vim quits", o.get("running") is False and o.get("exit_code") == 0, o)
 
         # The deadline kills the whole tree, setsid included.
-        r = s.call(self.req("exec", command="setsid sleep 7391 & echo started; sleep 300",
+        nap = 7000 + (os.getpid() * 7 + self.n) % 2999  # not another run's sleep
+        r = s.call(self.req("exec", command="setsid sleep %d & echo started; sleep 300" % nap,
                             pty=True, timeout=10))
         check("a pty command is stopped at its deadline", r.get("timed_out") is True and
               "started" in r.get("stdout", ""), r)
-        r = s.call(self.req("exec", command="pgrep -f '[s]leep 7391' || echo none-left"))
+        r = s.call(self.req("exec", command="pgrep -f '[s]leep %d( |$)' || echo none-left" % nap))
         check("... and nothing it started survives (setsid included)",
               "none-left" in r.get("stdout", ""), r)
 
