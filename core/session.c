@@ -327,6 +327,14 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	                          backend, isolated, have ? rec->allow : NULL, req->spec, &map, err,
 	                          errlen) < 0)
 		goto fail;
+	/* A mapped sandbox keeps its ranges: another network would be a lie. */
+	char why[512];
+	if (!egress && have && rec->allow[0] &&
+	    hs_egress_backend_can(backend, isolated, why, sizeof(why)) > 1) {
+		snprintf(err, errlen, "session '%s' keeps the network it was opened with (allow %s); "
+		         "run it without --network, or close it first", rname, rec->allow);
+		goto fail;
+	}
 	if (egress)
 		req->spec->network = "none";
 	int oc = hs_conn_open(cn, be, req->spec, err, errlen);
