@@ -160,7 +160,10 @@ hs_session_open(struct hs_session *s, const char *backend, struct hs_env_spec *s
 	struct hs_session_req req = { .name = s->name[0] ? s->name : NULL, .backend = backend,
 	                              .spec = spec, .persistent = s->persistent,
 	                              .allow = s->allow, .n_allow = s->n_allow, .egress = &s->egress,
-	                              .egress_opts = &s->egress_opts };
+	                              .egress_opts = &s->egress_opts,
+	                              .egress_note = s->egress_note,
+	                              .egress_note_len = sizeof(s->egress_note) };
+	s->egress_note[0] = '\0';
 	hs_egress_rules_free(&s->egress);
 	opening = s;
 	s->lockfd = hs_session_begin(s->c, &req, &s->cn, &s->rec, err, errlen);

@@ -67,6 +67,9 @@ struct hs_session {
 	/* Optional: told of every egress attempt (serve's events); from the relay's thread. */
 	void (*egress_event)(void *ctx, int allowed, const struct hs_audit_egress *e);
 	void *egress_event_ctx;
+	/* Network "allowlist" mapped onto the backend's own filter (modal,
+	 * daytona): the one-line warning of how much weaker that is; "" else. */
+	char egress_note[1024];
 	struct hs_grants grants;
 	struct hs_limits lim;
 	struct hs_record rec;

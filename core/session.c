@@ -230,7 +230,8 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 {
 	char ename[128], rname[65];
 	const char *backend = req->backend;
-	int lockfd = -2, have = 0;
+	int lockfd = -2, have = 0, mapped = 0;
+	struct hs_egress_map map = { 0 };
 
 	memset(rec, 0, sizeof(*rec));
 	memset(cn, 0, sizeof(*cn));
@@ -288,9 +289,9 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 				allow_rec[n_allow++] = w;
 		allow = allow_rec;
 	}
-	if (hs_egress_session_check(c->conf, backend, isolated,
-	                            &req->spec->network, allow, n_allow, req->egress, err,
-	                            errlen) < 0)
+	mapped = hs_egress_session_check(c->conf, backend, isolated, &req->spec->network, allow,
+	                                 n_allow, req->egress, err, errlen);
+	if (mapped < 0)
 		goto fail;
 	if (!hs_conf_allows(c->conf, "backend", backend, err, errlen) ||
 	    !hs_conf_allows(c->conf, "network", req->spec->network, err, errlen) ||
@@ -315,16 +316,39 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 	/* Allowlist: the sandbox gets no network but its loopback, where the
 	 * runner's endpoint is the only way out (through the core's filter). */
 	int egress = req->spec->network && strcmp(req->spec->network, HS_NETWORK_ALLOWLIST) == 0;
+	const char *const *names = NULL;
+	size_t n_names = 0;
+	/* The test name map counts only when an admin file set and locked it. */
+	if (egress && hs_conf_locked(c->conf, "egress_test_hosts"))
+		hs_conf_strings(c->conf, "egress_test_hosts", &names, &n_names);
+	/* Mapped onto the backend's own address filter: the ranges, decided now. */
+	if (egress && mapped &&
+	    hs_egress_map_prepare(req->egress, &(struct hs_egress_names){ names, n_names }, mapped,
+	                          backend, isolated, have ? rec->allow : NULL, req->spec, &map, err,
+	                          errlen) < 0)
+		goto fail;
+	/* A mapped sandbox keeps its ranges: another network would be a lie. */
+	char why[512];
+	if (!egress && have && rec->allow[0] &&
+	    hs_egress_backend_can(backend, isolated, why, sizeof(why)) > 1) {
+		snprintf(err, errlen, "session '%s' keeps the network it was opened with (allow %s); "
+		         "run it without --network, or close it first", rname, rec->allow);
+		goto fail;
+	}
 	if (egress)
 		req->spec->network = "none";
-	if (hs_conn_open(cn, be, req->spec, err, errlen) != HS_OK)
+	int oc = hs_conn_open(cn, be, req->spec, err, errlen);
+	req->spec->egress_cidrs = NULL;
+	req->spec->n_egress_cidrs = 0;
+	if (oc != HS_OK)
 		goto fail;
-	if (egress) {
-		const char *const *names = NULL;
-		size_t n_names = 0;
-		/* The test name map counts only when an admin file set and locked it. */
-		if (hs_conf_locked(c->conf, "egress_test_hosts"))
-			hs_conf_strings(c->conf, "egress_test_hosts", &names, &n_names);
+	if (egress && mapped &&
+	    hs_egress_map_opened(c, req->name, backend, cn->props.env_flags, &map, req->egress_note,
+	                         req->egress_note_len, err, errlen) < 0) {
+		hs_conn_close(cn, have, NULL, 0);
+		goto fail;
+	}
+	if (egress && !mapped) {
 		req->egress_opts->rules = req->egress;
 		req->egress_opts->names = (struct hs_egress_names){ names, n_names };
 		if (hs_conn_egress(cn, req->egress_opts, err, errlen) < 0) {
@@ -359,8 +383,10 @@ hs_session_begin(struct hs_core *c, const struct hs_session_req *req, struct hs_
 			goto fail;
 		}
 	}
+	hs_egress_map_free(&map);
 	return lockfd;
 fail:
+	hs_egress_map_free(&map);
 	if (lockfd >= 0)
 		close(lockfd);
 	return -1;

@@ -69,6 +69,10 @@ struct hs_session_req {
 	 * the environment is opened with network "none" and the runner's
 	 * endpoint started (hs_conn_egress).  Must outlive the connection. */
 	struct hs_egress_relay_opts *egress_opts;
+	/* out: network "allowlist" mapped onto the backend's own filter: the
+	 * warning to show (one line; "" otherwise).  NULL: not wanted. */
+	char *egress_note;
+	size_t egress_note_len;
 };
 
 /*

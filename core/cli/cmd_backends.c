@@ -172,8 +172,9 @@ collect(struct hs_core *c, int deep, size_t *n_out)
 
 /*
  * Can the backend enforce network "allowlist" (hs_egress_backend_can)?
- * "egress": {"allowlist": bool, "reason": why not} and, for local, the
- * same for its isolated mode ("isolate": {...}).
+ * "egress": {"allowlist": bool, "reason": why not, "mode": "endpoint" or
+ * "mapped", "weaker": how much weaker a mapped list is} and, for local,
+ * the same for its isolated mode ("isolate": {...}).
  */
 static void
 json_egress(yajl_gen g, const char *name)
@@ -192,6 +193,10 @@ json_egress(yajl_gen g, const char *name)
 		int can = hs_egress_backend_can(name, iso, why, sizeof(why));
 		hs_json_kbool(g, "allowlist", can);
 		hs_json_kstr(g, "reason", can ? NULL : why);
+		/* "endpoint": enforced by the runner's endpoint; "mapped": onto the
+		 * backend's own address filter, with how much weaker that is. */
+		hs_json_kstr(g, "mode", !can ? NULL : can == 1 ? "endpoint" : "mapped");
+		hs_json_kstr(g, "weaker", can > 1 ? why : NULL);
 		if (iso)
 			yajl_gen_map_close(g);
 	}

@@ -318,6 +318,8 @@ run_in_session(struct hs_core *c, const char *name, const char *backend, struct 
 		hs_session_free(&s);
 		return oc == HS_OUTCOME_INVALID ? HS_EXIT_USAGE : outcome_exit(oc);
 	}
+	if (s.egress_note[0])
+		hs_warn("%s", s.egress_note);
 	io->rs.json = io->cmd.bounded;
 	for (int i = 1; io->rs.json && i <= 2; i++)
 		hs_capture_init(&io->rs.cap[i], (size_t)s.lim.output_limit);

@@ -5,7 +5,8 @@ noinst_LIBRARIES += core/egress/libhsegress.a
 core_egress_libhsegress_a_SOURCES = core/egress/filter.c core/egress/request.c
 noinst_HEADERS += core/egress/egress.h core/egress/policy.h
 # The session side (config, backends) is part of hs itself.
-core_hs_SOURCES += core/egress/policy.c core/egress/show.c core/egress/relay.c core/egress/relay.h
+core_hs_SOURCES += core/egress/policy.c core/egress/show.c core/egress/relay.c core/egress/relay.h \
+	core/egress/map.c
 core_hs_LDADD += core/egress/libhsegress.a
 
 check_PROGRAMS += tests/egress/test-egress

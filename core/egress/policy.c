@@ -24,26 +24,28 @@
 static const struct {
 	const char *name;
 	int isolated_only; /* enforceable only with --isolate (local) */
-	const char *why;   /* NULL: enforceable */
+	const char *why;   /* NULL: enforceable (or mapped) */
+	const char *mapped; /* non-NULL: mapped onto the backend's own address filter; how much weaker */
+	int v4_only;        /* the backend's filter takes IPv4 ranges only */
 } support[] = {
 	{ "local", 1, "plain local runs commands on the host's own network, where nothing can "
 	              "enforce an allow list; use --isolate (a network namespace with only "
-	              "loopback)" },
+	              "loopback)", NULL, 0 },
 	{ "ssh", 0, "commands run on the remote host's own network, where hs cannot enforce an "
-	            "allow list; use a sandboxing backend" },
+	            "allow list; use a sandboxing backend", NULL, 0 },
 	{ "slurm", 0, "jobs use their node's own network, where hs cannot enforce an allow list; "
-	              "use a sandboxing backend" },
-	{ "modal", 0, "the modal backend runs commands through Modal's exec API without the "
-	              "runner, so the egress endpoint cannot run there, and it does not map allow "
-	              "lists onto Modal's own network controls (which filter by address, or at best "
-	              "by TLS name, not through hs's filter and audit); use --network none" },
-	{ "daytona", 0, "the daytona backend runs commands through Daytona's exec API without the "
-	                "runner, so the egress endpoint cannot run there, and Daytona's own network "
-	                "allow list (address ranges) is not mapped by this backend; use --network "
-	                "none" },
-	{ "docker", 0, NULL }, /* network "none" and the runner inside the container */
+	              "use a sandboxing backend", NULL, 0 },
+	{ "modal", 0, NULL, "weaker than the endpoint: names are resolved on this host when hs "
+	              "opens a new sandbox, into addresses that Modal's CIDR allow list then admits "
+	              "on every port and protocol, and never re-resolved; no per-connection filter "
+	              "or audit; wildcards refused", 0 },
+	{ "daytona", 0, NULL, "weaker than the endpoint: names are resolved on this host when hs "
+	                "opens a new sandbox, into IPv4 addresses that Daytona's network allow list "
+	                "then admits on every port and protocol, and never re-resolved; no "
+	                "per-connection filter or audit; wildcards refused", 1 },
+	{ "docker", 0, NULL, NULL, 0 }, /* network "none" and the runner inside the container */
 	{ "singularity", 0, "the singularity backend does not start the egress endpoint yet; use "
-	                    "--network none" },
+	                    "--network none", NULL, 0 },
 };
 
 int
@@ -55,6 +57,10 @@ hs_egress_backend_can(const char *backend, int isolate, char *why, size_t whylen
 		/* Isolated local: a network namespace with only loopback. */
 		if (support[i].isolated_only && isolate)
 			return 1;
+		if (support[i].mapped) {
+			snprintf(why, whylen, "%s", support[i].mapped);
+			return support[i].v4_only ? HS_EGRESS_MAPPED_V4 : HS_EGRESS_MAPPED_ANY;
+		}
 		if (!support[i].why)
 			return 1;
 		snprintf(why, whylen, "%s", support[i].why);
@@ -132,12 +138,12 @@ hs_egress_session_check(const struct hs_conf *conf, const char *backend, int iso
 	/* The rules first: a wrong or too wide entry is named whatever the backend. */
 	if (hs_egress_session_rules(conf, asked, n_asked, out, err, errlen) < 0)
 		return -1;
-	if (!hs_egress_backend_can(backend, isolate, err, errlen)) {
-		char why[768];
-		snprintf(why, sizeof(why), "%s", err);
+	char why[768];
+	int can = hs_egress_backend_can(backend, isolate, why, sizeof(why));
+	if (!can) {
 		snprintf(err, errlen, "network \"allowlist\" is refused on backend '%s': %s", backend, why);
 		hs_egress_rules_free(out);
 		return -1;
 	}
-	return 0;
+	return can == 1 ? 0 : can;
 }

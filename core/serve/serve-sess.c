@@ -610,6 +610,9 @@ reply_open(struct sess *ss, struct req *r, unsigned first, unsigned adopted)
 	hs_json_kbool(g, "host_access", cn->props.host_access);
 	hs_json_kstr(g, "isolation", cn->props.isolation);
 	hs_json_kstr(g, "approval", hs_approval_mode_name(ss->hs.mode));
+	/* Network "allowlist" mapped onto the backend's own filter: how much weaker. */
+	if (ss->hs.egress_note[0])
+		hs_json_kstr(g, "egress_warning", ss->hs.egress_note);
 	hs_json_key(g, "adopted");
 	yajl_gen_array_open(g);
 	for (unsigned i = 0; i < adopted; i++) {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,13 +423,25 @@ dt_find(struct dt_env *e, const char *env_name, struct dt_sandbox *found, int *n
 	return s;
 }
 
+/* The ranges of a mapped allow list (hs_env_spec.egress_cidrs, ABI 1.1), or NULL. */
+static const char *const *
+dt_spec_cidrs(const struct hs_env_spec *spec)
+{
+	return spec->struct_size >= offsetof(struct hs_env_spec, reserved1) ? spec->egress_cidrs : NULL;
+}
+
 /* POST /sandbox for spec. */
 static int32_t
 dt_create(struct dt_env *e, const struct hs_env_spec *spec, char *err)
 {
 	const struct dt_conf *c = &e->conf;
 	const char *image = spec->image && *spec->image ? spec->image : c->image[0] ? c->image : NULL;
-	int blocked = !spec->network || !*spec->network || strcmp(spec->network, "none") == 0;
+	int none = !spec->network || !*spec->network || strcmp(spec->network, "none") == 0;
+	int blocked = none;
+	/* An allow list the core mapped onto ranges: Daytona's network allow list (none: blocked). */
+	const char *const *cidrs = dt_spec_cidrs(spec);
+	if (cidrs)
+		blocked = spec->n_egress_cidrs == 0;
 	int64_t cpu = spec->cpus_milli > 0 ? (spec->cpus_milli + 999) / 1000 : c->cpu;
 	int64_t mem = spec->memory_bytes > 0 ? (spec->memory_bytes + (1LL << 30) - 1) >> 30 : c->memory_gb;
 
@@ -442,7 +455,7 @@ dt_create(struct dt_env *e, const struct hs_env_spec *spec, char *err)
 		         spec->n_mounts);
 		return HS_E_INVALID;
 	}
-	if (!blocked && strcmp(spec->network, "bridge") != 0 && strcmp(spec->network, "default") != 0 &&
+	if (!none && strcmp(spec->network, "bridge") != 0 && strcmp(spec->network, "default") != 0 &&
 	    strcmp(spec->network, "internet") != 0) {
 		snprintf(err, HS_ERR_MAX,
 		         "daytona sandboxes have no named networks ('%s'); use --network none or --network default",
@@ -465,6 +478,25 @@ dt_create(struct dt_env *e, const struct hs_env_spec *spec, char *err)
 	GS(DT_LABEL ".env"); GS(spec->env_name);
 	yajl_gen_map_close(g);
 	GS("networkBlockAll"); yajl_gen_bool(g, blocked);
+	if (cidrs && !blocked) {
+		/* Comma-separated, as the API takes it. */
+		size_t len = 1;
+		for (uint32_t i = 0; i < spec->n_egress_cidrs; i++)
+			len += strlen(cidrs[i]) + 1;
+		char *list = calloc(1, len);
+		if (!list) {
+			yajl_gen_free(g);
+			snprintf(err, HS_ERR_MAX, "out of memory");
+			return HS_E_NOMEM;
+		}
+		for (uint32_t i = 0; i < spec->n_egress_cidrs; i++) {
+			if (i)
+				strcat(list, ",");
+			strcat(list, cidrs[i]);
+		}
+		GS("networkAllowList"); GS(list);
+		free(list);
+	}
 	/*
 	 * Every sandbox stops after auto_stop idle minutes (the polls of a running
 	 * command count as activity); one that is not persistent is then deleted
@@ -744,6 +776,8 @@ dt_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 		goto fail;
 	props->host_access = 0;
 	props->runner = 0;
+	if (dt_spec_cidrs(spec))
+		props->env_flags |= HS_ENVP_EGRESS_CIDRS;
 	snprintf(props->isolation, sizeof(props->isolation), "remote");
 	snprintf(props->runner_reason, sizeof(props->runner_reason),
 	         "daytona has no program stream: commands run through the toolbox session api");

@@ -19,8 +19,10 @@ tests_daytona_test_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugins/dayton
 tests_daytona_test_json_LDADD = $(YAJL_LIBS) $(CMOCKA_LIBS)
 tests_daytona_test_daytona_SOURCES = tests/daytona/test-daytona.c
 tests_daytona_test_daytona_LDADD = sdk/libhsfakehost.a $(DL_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/daytona/test-json tests/daytona/daytona.test tests/daytona/e2e.test tests/daytona/shell.test
+TESTS += tests/daytona/test-json tests/daytona/daytona.test tests/daytona/e2e.test tests/daytona/shell.test \
+	tests/daytona/egress.test
 EXTRA_DIST += tests/daytona/emulator.py tests/daytona/lib.sh tests/daytona/daytona.test tests/daytona/e2e.test \
+	tests/daytona/egress.test \
 	tests/daytona/shell.test \
 	tests/fuzz/corpus/daytona plugins/daytona/fuzz-json.c
 

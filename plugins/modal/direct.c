@@ -127,6 +127,15 @@ md_direct_open(struct md_env *e, int reattach, char *err)
 	pb_msg(&sub, 5, &sub2);
 	pb_uint(&sub, 7, e->timeout_secs);
 	pb_bool(&sub, 11, e->block_network);
+	if (e->cidrs && e->n_cidrs) {
+		/* network_access (22): type ALLOWLIST (3), allowed_cidrs (2). */
+		struct pb_buf na = { 0 };
+		pb_uint(&na, 1, 3);
+		for (uint32_t i = 0; i < e->n_cidrs; i++)
+			pb_str_rep(&na, 2, e->cidrs[i]);
+		pb_msg(&sub, 22, &na);
+		pb_buf_free(&na);
+	}
 	pb_str(&q, 1, e->app_id);
 	pb_msg(&q, 2, &sub);
 	pb_str(&q, 3, e->environment);

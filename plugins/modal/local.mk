@@ -20,8 +20,10 @@ tests_modal_drive_SOURCES = tests/modal/drive.c
 tests_modal_drive_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/sdk
 tests_modal_drive_LDADD = sdk/libhsfakehost.a $(HS_SAFETY_LIBS) $(DL_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/modal/pb.test tests/modal/direct.test tests/modal/managed.test tests/modal/backends.test tests/modal/hs.test \
+	tests/modal/egress.test \
 	tests/modal/shell.test
 EXTRA_DIST += tests/modal/pb.test tests/modal/direct.test tests/modal/managed.test tests/modal/backends.test tests/modal/hs.test \
+	tests/modal/egress.test \
 	tests/modal/shell.test tests/core/snapshot-shell.sh \
 	tests/modal/lib.sh tests/modal/emulator.py
 

@@ -281,6 +281,13 @@ md_managed_open(struct md_env *e, int reattach, char *err)
 	gki(g, "memory_mb", e->memory_mb);
 	yajl_gen_string(g, (const unsigned char *)"block_network", 13);
 	yajl_gen_bool(g, e->block_network);
+	if (e->cidrs && e->n_cidrs) {
+		yajl_gen_string(g, (const unsigned char *)"cidr_allowlist", 14);
+		yajl_gen_array_open(g);
+		for (uint32_t i = 0; i < e->n_cidrs; i++)
+			yajl_gen_string(g, (const unsigned char *)e->cidrs[i], strlen(e->cidrs[i]));
+		yajl_gen_array_close(g);
+	}
 	yajl_gen_map_close(g);
 	char *body = gen_done(g);
 	st = request(e, "POST", "/v1/sandboxes", body, 0, 0, &v, NULL, err);

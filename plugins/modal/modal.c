@@ -318,6 +318,12 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	e->timeout_secs = st->host->config_int(st->host->ctx, "timeout", &t) == HS_OK && t > 0 && t < 86400 * 7
 	                      ? (uint32_t)t : 3600;
 	e->block_network = !spec->network || !spec->network[0] || strcmp(spec->network, "none") == 0;
+	/* An allow list the core mapped onto ranges: Modal's CIDR allow list (none: blocked). */
+	if (spec->struct_size >= offsetof(struct hs_env_spec, reserved1) && spec->egress_cidrs) {
+		e->cidrs = spec->egress_cidrs;
+		e->n_cidrs = spec->n_egress_cidrs;
+		e->block_network = e->n_cidrs == 0;
+	}
 	if (spec->memory_bytes > 0)
 		e->memory_mb = (uint32_t)((spec->memory_bytes + (1 << 20) - 1) >> 20);
 	if (spec->cpus_milli > 0)
@@ -354,6 +360,8 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	}
 	if (rc != HS_OK)
 		goto fail;
+	if (e->cidrs)
+		props->env_flags |= HS_ENVP_EGRESS_CIDRS;
 	if (spec->flags & HS_SPEC_PERSISTENT)
 		record_save(e);
 	place_runner(e);
@@ -364,7 +372,10 @@ md_open(void *state, const struct hs_env_spec *spec, void **envp, struct hs_env_
 	         "modal sandboxes are reached by exec only (no attach stream)");
 	snprintf(props->shell, sizeof(props->shell), "/bin/sh");
 	snprintf(props->note, sizeof(props->note), "%s sandbox %s (%s)%s", reattach ? "re-attached" : "new",
-	         e->sandbox_id, e->cred.mode, e->block_network ? ", network blocked" : "");
+	         e->sandbox_id, e->cred.mode,
+	         e->block_network ? ", network blocked" : e->cidrs ? ", network limited to address ranges" : "");
+	e->cidrs = NULL;
+	e->n_cidrs = 0;
 	*envp = e;
 	return HS_OK;
 fail:

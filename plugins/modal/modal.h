@@ -32,6 +32,10 @@ struct md_env {
 	char environment[128];     /* Modal environment name, "" for the default */
 	uint32_t timeout_secs, milli_cpu, memory_mb;
 	int block_network;
+	/* Network "allowlist" mapped by the core (hs_env_spec.egress_cidrs): the
+	 * only ranges a new sandbox may reach; NULL: none asked.  Valid in open only. */
+	const char *const *cidrs;
+	uint32_t n_cidrs;
 	int attach_only;            /* HS_SPEC_ATTACH: never create a sandbox */
 	volatile int cancel;       /* set by cancel() for cur_exec */
 	volatile uint64_t cur_exec;

@@ -299,6 +299,17 @@ struct hs_env_spec {
 	int32_t cpus_milli;         /* 0: no limit; 1500 = 1.5 CPUs */
 	int32_t runner_idle_s;      /* seconds an unattached, idle runner lives; 0: default */
 	const char *workdir;        /* host workspace directory, if any */
+	/*
+	 * Appended in ABI 1.1 (check struct_size): network "allowlist" on a
+	 * backend that maps it onto its own address filter (hs.conf(5)).
+	 * Non-NULL: network is "none", and the sandbox may reach these ranges
+	 * only ("a.b.c.d/len" or "v6::/len"; n_egress_cidrs may be 0: nothing).
+	 * A plugin that applied them sets HS_ENVP_EGRESS_CIDRS; without it the
+	 * core closes the environment and refuses the session.
+	 */
+	const char *const *egress_cidrs;
+	uint32_t n_egress_cidrs;
+	uint32_t reserved1;
 };
 
 #define HS_SPEC_PERSISTENT (1u << 0) /* keep across hs processes */
@@ -335,6 +346,8 @@ struct hs_env_props {
                                         over the sandbox's own environment) */
 #define HS_ENVP_CALLER_CWD (1u << 1) /* commands start in the caller's working
                                         directory (the host's filesystem) */
+#define HS_ENVP_EGRESS_CIDRS (1u << 2) /* the sandbox can reach hs_env_spec.egress_cidrs
+                                          and nothing else (it was created so) */
 
 /* Output sink for exec(): stream 1 = stdout, 2 = stderr. */
 struct hs_sink {

@@ -35,7 +35,8 @@ _Static_assert(HS_OK == 0 && HS_E_UNSUPPORTED == 1 && HS_E_INVALID == 2 &&
                "ABI break: enum hs_status renumbered");
 _Static_assert(HS_SPEC_PERSISTENT == 1 && HS_SPEC_ISOLATE == 2 && HS_SPEC_ATTACH == 4,
                "ABI break: HS_SPEC_* renumbered");
-_Static_assert(HS_ENVP_HOST_ENV == 1 && HS_ENVP_CALLER_CWD == 2, "ABI break: HS_ENVP_* renumbered");
+_Static_assert(HS_ENVP_HOST_ENV == 1 && HS_ENVP_CALLER_CWD == 2 &&
+               HS_ENVP_EGRESS_CIDRS == 4, "ABI break: HS_ENVP_* renumbered");
 _Static_assert(HS_CLOSE_KEEP == 1 && HS_PROBE_DEEP == 1, "ABI break: close/probe flags renumbered");
 _Static_assert(HS_CAP_RUNNER == 1 && HS_CAP_EXEC == 2 && HS_CAP_MOUNTS == 4 && HS_CAP_IMAGE == 8 &&
                HS_CAP_NETWORK == 16 && HS_CAP_LIMITS == 32 && HS_CAP_PERSIST == 64 &&
@@ -97,7 +98,7 @@ HS_OFF(hs_probe_report, ready, 0);
 HS_OFF(hs_probe_report, runner, 4);
 HS_OFF(hs_probe_report, reason, 8);
 HS_OFF(hs_probe_report, detail, 520);
-HS_SIZE(hs_env_spec, 80);
+HS_SIZE(hs_env_spec, 96);
 HS_OFF(hs_env_spec, struct_size, 0);
 HS_OFF(hs_env_spec, flags, 4);
 HS_OFF(hs_env_spec, session, 8);
@@ -111,6 +112,10 @@ HS_OFF(hs_env_spec, memory_bytes, 56);
 HS_OFF(hs_env_spec, cpus_milli, 64);
 HS_OFF(hs_env_spec, runner_idle_s, 68);
 HS_OFF(hs_env_spec, workdir, 72);
+/* ABI 1.1: struct hs_env_spec was 80 bytes before the mapped allow list. */
+HS_OFF(hs_env_spec, egress_cidrs, 80);
+HS_OFF(hs_env_spec, n_egress_cidrs, 88);
+HS_OFF(hs_env_spec, reserved1, 92);
 HS_SIZE(hs_env_props, 1904);
 HS_OFF(hs_env_props, host_access, 0);
 HS_OFF(hs_env_props, runner, 4);

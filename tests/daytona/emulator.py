@@ -85,6 +85,24 @@ class Command:
             pass
 
 
+def bad_allow_list(v):
+    """networkAllowList: comma-separated CIDR network addresses (the API's
+    description); the emulator stores it and refuses anything else."""
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        return "networkAllowList must be a string"
+    import ipaddress
+    for net in v.split(","):
+        try:
+            if "/" not in net:
+                raise ValueError(net)
+            ipaddress.IPv4Network(net.strip(), strict=False)
+        except ValueError:
+            return "networkAllowList must contain valid CIDR network addresses: %r" % net
+    return None
+
+
 class Sandbox:
     def __init__(self, body):
         self.id = str(uuid.uuid4())
@@ -114,6 +132,7 @@ class Sandbox:
             "id": self.id, "organizationId": "emu", "name": self.name, "user": "daytona",
             "snapshot": b.get("snapshot"), "env": b.get("env") or {}, "labels": self.labels,
             "public": False, "networkBlockAll": bool(b.get("networkBlockAll", False)),
+            "networkAllowList": b.get("networkAllowList"),
             "target": b.get("target") or "us", "cpu": b.get("cpu", 1), "gpu": 0,
             "memory": b.get("memory", 1), "disk": b.get("disk", 3), "state": self.state,
             "desiredState": "started", "errorReason": self.error_reason,
@@ -244,6 +263,9 @@ class Handler(BaseHTTPRequestHandler):
                 if st:
                     return self.send_error_json(int(st), FAULTS.pop("create_message", "quota exceeded"))
                 body = json.loads(data)
+                bad = bad_allow_list(body.get("networkAllowList"))
+                if bad:
+                    return self.send_error_json(400, bad)
                 LAST_CREATE.clear()
                 LAST_CREATE.update(body)
                 sb = Sandbox(body)

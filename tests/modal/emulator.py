@@ -200,6 +200,17 @@ def image_get_or_create(req, ctx):
 def sandbox_create(req, ctx):
     if not req.app_id or not req.definition.image_id:
         ctx.abort(grpc.StatusCode.INVALID_ARGUMENT, "app_id and image_id are required")
+    na = req.definition.network_access
+    if na.network_access_type == pb.NetworkAccess.ALLOWLIST:
+        # Stored with the definition (and logged); checked like a CIDR list.
+        import ipaddress
+        if req.definition.block_network:
+            ctx.abort(grpc.StatusCode.INVALID_ARGUMENT, "block_network with an allow list")
+        for c in na.allowed_cidrs:
+            try:
+                ipaddress.ip_network(c, strict=False)
+            except ValueError:
+                ctx.abort(grpc.StatusCode.INVALID_ARGUMENT, "invalid CIDR %r" % c)
     return pb.SandboxCreateResponse(sandbox_id=new_sandbox(req.definition).id)
 
 
