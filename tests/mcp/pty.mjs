@@ -81,7 +81,7 @@ try {
 	r = await call(client, "job_write", { job: sh, text: "rm -rf /\n" });
 	const why = r.content?.[0]?.text ?? "";
 	check("job_write 'rm -rf /' into bash is a tool error naming the rules",
-	      r.isError === true && /refused/.test(why) && /rm|root|recursive/i.test(why), r);
+	      r.isError === true && /^job_write refused: .*fs\.rm-root/.test(why), r);
 	await call(client, "job_write", { job: sh, text: "echo after-deny\n" });
 	w = await waitOut(client, sh, /after-deny\r?\n/);
 	check("... and nothing of it reached the terminal", w.ok && !w.out.includes("rm -rf"), w.out);
