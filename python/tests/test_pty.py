@@ -54,8 +54,8 @@ def test_bash_refused_write_and_resize(client):
         with pytest.raises(Denied) as e:
             job.write(b"rm -rf /\n")
         assert e.value.code == "denied" and "fs.rm-root" in e.value.message
-        job.write("echo after-deny\n")
-        out = wait_output(job, r"after-deny\r?\n")
+        job.write("echo after-deny-$((2*3))\n")
+        out = wait_output(job, r"after-deny-6\r?\n")
         assert "rm -rf" not in out
         job.resize(30, 100)
         job.write("stty size\n")

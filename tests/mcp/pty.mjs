@@ -3,9 +3,11 @@
 // a pty job of `python3 -i -q` answering 42 to job_write, `rm -rf /` typed
 // into a bash pty refused by the safety policy (and not delivered),
 // job_resize seen by `stty size`, and job_output's screen of a job that
-// prints escape sequences.
+// prints escape sequences; a write that needs approval asked by elicitation
+// (declined: not delivered; accepted: delivered).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import fs from "node:fs";
 import { HS, check, failed, scratch, sleep } from "./lib.mjs";
 
@@ -38,7 +40,7 @@ async function waitOut(client, job, re) {
 	return { ok, out: last };
 }
 
-let client;
+let client, asker;
 try {
 	const transport = new StdioClientTransport({ command: HS, args: ["mcp", "--backend", "local"],
 	                                             env, stderr: "inherit" });
@@ -71,19 +73,24 @@ try {
 	check("job_output shows 42", w.ok, w.out);
 	r = await call(client, "job_kill", { job: py });
 	check("the python job is killed", r.structuredContent?.killed === true, r);
+	r = await poll(async () => {
+		const o = await call(client, "job_output", { job: py });
+		return o.structuredContent?.running === false ? o : null;
+	});
+	check("... it ends, cancelled", r?.structuredContent?.cancelled === true, r);
 
 	// bash on a terminal: a hardline command typed in is refused, not delivered.
 	r = await call(client, "run", { command: "bash --norc --noprofile", pty: { rows: 24, cols: 80 } });
 	const sh = r.structuredContent?.job;
 	check("bash starts as a pty job", !r.isError && /^j\d+$/.test(sh ?? ""), r);
 	w = await waitOut(client, sh, /[$#] $/);
-	check("bash prompts", w.ok, w.out);
+	check("bash prompts", w.ok, { out: w.out, list: (await call(client, "job_list", {})).structuredContent });
 	r = await call(client, "job_write", { job: sh, text: "rm -rf /\n" });
 	const why = r.content?.[0]?.text ?? "";
 	check("job_write 'rm -rf /' into bash is a tool error naming the rules",
 	      r.isError === true && /^job_write refused: .*fs\.rm-root/.test(why), r);
-	await call(client, "job_write", { job: sh, text: "echo after-deny\n" });
-	w = await waitOut(client, sh, /after-deny\r?\n/);
+	await call(client, "job_write", { job: sh, text: "echo after-deny-$((2*3))\n" });
+	w = await waitOut(client, sh, /after-deny-6\r?\n/);
 	check("... and nothing of it reached the terminal", w.ok && !w.out.includes("rm -rf"), w.out);
 
 	// job_resize, seen by stty size.
@@ -128,10 +135,38 @@ try {
 	check("job_write with eof to a stdin_open job", !r.isError, r);
 	w = await waitOut(client, cat, /piped-line\ncat-ended\n/);
 	check("... cat echoes it and ends", w.ok, w.out);
+
+	// Ask mode: a line that needs approval is asked by elicitation, like a run.
+	const answers = ["deny", "once"], asked = [];
+	asker = new Client({ name: "hs-test-ask", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+	asker.setRequestHandler(ElicitRequestSchema, async (req) => {
+		asked.push(req.params);
+		return { action: "accept", content: { decision: answers.shift() ?? "deny" } };
+	});
+	await asker.connect(new StdioClientTransport({ command: HS, env, stderr: "inherit",
+	                                               args: ["mcp", "--backend", "local", "--approval", "ask"] }));
+	r = await call(asker, "run", { command: "bash --norc --noprofile", pty: true });
+	const ab = r.structuredContent?.job;
+	w = await waitOut(asker, ab, /[$#] $/);
+	check("ask mode: bash prompts", w.ok, w.out);
+	const mark = (n) => `${tmp}/asked-${n}`;
+	const line = (n) => `chmod -R 777 /etc/hs-mcp-pty-none 2>/dev/null; touch ${mark(n)}\n`;
+	r = await call(asker, "job_write", { job: ab, text: line("declined") });
+	check("a write that needs approval is asked by elicitation, naming the rule",
+	      asked.length === 1 && asked[0].message.includes("fs.chmod-system"), asked);
+	check("... declined, it is a tool error", r.isError === true && /refused/.test(r.content?.[0]?.text), r);
+	r = await call(asker, "job_write", { job: ab, text: line("accepted") });
+	check("... accepted once, it is delivered", !r.isError && asked.length === 2, r);
+	await call(asker, "job_write", { job: ab, text: "echo after-$((40+2))\n" });
+	w = await waitOut(asker, ab, /after-42\r?\n/);
+	check("... the accepted line ran and the declined one did not",
+	      w.ok && fs.existsSync(mark("accepted")) && !fs.existsSync(mark("declined")), w.out);
+	await call(asker, "job_kill", { job: ab });
 } catch (e) {
 	check("no exception", false, String(e?.stack ?? e));
 } finally {
 	await client?.close().catch(() => {});
+	await asker?.close().catch(() => {});
 	fs.rmSync(tmp, { recursive: true, force: true });
 }
 process.exit(failed());
