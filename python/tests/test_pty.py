@@ -2,7 +2,7 @@
 """PTY jobs through the Python client: python3 -i driven with Job.write, a
 refused write into bash (Denied, nothing delivered), Job.resize seen by
 stty size, Job.screen of escape sequences, a pipe closed by eof, and the
-asyncio variant of the REPL case."""
+asyncio variant of the REPL case; waiting_input while read -p waits."""
 import asyncio
 import re
 import time
@@ -116,3 +116,13 @@ def test_async_python_repl(hs_env):
                 assert shot.size == (10, 40) and any(r == "42" for r in shot.rows)
                 await job.kill()
     asyncio.run(main())
+
+
+def test_waiting_input(client):
+    with client.open("local") as s:
+        job = s.exec("read -p 'name? ' x; echo got-$x", pty=True, background=True)
+        state = eventually_value(job.poll, lambda v: bool(v.get("waiting_input")))
+        assert state.get("waiting_input") is True and state.get("running") is True
+        job.write("ann\n")
+        wait_output(job, r"got-ann\r?\n")
+        assert job.wait(timeout=30)["exit_code"] == 0

@@ -128,6 +128,18 @@ try {
 	check("job_output screen refuses cols 1", r.isError === true, r);
 	await call(client, "job_kill", { job: esc });
 
+	// A prompt: job_list says the job waits for input.
+	r = await call(client, "run", { command: "read -p 'name? ' x; echo got-$x", pty: true });
+	const rd = r.structuredContent?.job;
+	const waiting = await poll(async () => {
+		const l = await call(client, "job_list", {});
+		return l.structuredContent?.jobs?.find((x) => x.job === rd && x.waiting_input === true);
+	});
+	check("job_list shows waiting_input while read -p waits", waiting?.running === true, waiting);
+	await call(client, "job_write", { job: rd, text: "ann\n" });
+	w = await waitOut(client, rd, /got-ann\r?\n/);
+	check("... and the answer is read", w.ok, w.out);
+
 	// stdin_open without a terminal: a pipe, closed by eof.
 	r = await call(client, "run", { command: "cat; echo cat-ended", stdin_open: true });
 	const cat = r.structuredContent?.job;
