@@ -13,7 +13,7 @@ core_hs_SOURCES = \
 	core/safety/approval.c core/safety/approval.h core/pipeline.c core/pipeline.h core/capture.c core/capture.h \
 	core/cli/cmd_run.c core/serve/cmd_serve.c core/serve/serve.h core/serve/serve-out.c core/serve/serve-sess.c core/serve/serve-stream.c core/serve/serve-output.c \
 	core/serve/serve-req.c core/serve/serve-req.h core/cli/cmd_check.c core/cli/cmd_session.c \
-	core/screen.c core/screen.h core/screen-box.c \
+	core/screen.c core/screen.h core/screen-box.c core/job-ops.c core/job-ops.h \
 	plugins/local/local.c \
 	core/serve/serve-pty.c core/cli/run-pty.c core/cli/run-pty.h
 dist_man_MANS += man/hs.1

@@ -29,6 +29,7 @@
 
 struct hs_core;
 struct hs_policy;
+struct hs_job_guard;
 
 /* The configured limits of a command (config timeout, max_timeout, output_limit, kill_grace_ms). */
 struct hs_limits {
@@ -77,6 +78,7 @@ struct hs_session {
 	int opened;
 	struct hs_conn cn;
 	char start_dir[PATH_MAX];     /* where commands start; "": the sandbox's default */
+	struct hs_job_guard *guards;  /* the stdin gate state of its jobs (core/job-ops.c) */
 };
 
 /* Read the configured limits. */

@@ -83,6 +83,11 @@ static const struct prop run_in[] = {
 	{ "stdin", "string", "Text given to the command on standard input", 0 },
 	{ "background", "boolean", "Start it as a background job and return its id at once (no "
 	  "stdin; the shell state is not kept); poll it with job_output", 0 },
+	{ "pty", "boolean|object", "Run it as a background job on a pseudo-terminal: true (24x80) or "
+	  "{\"rows\": R, \"cols\": C}; type into it with job_write, read it with job_output "
+	  "(screen true shows what a person would see), resize it with job_resize", 0 },
+	{ "stdin_open", "boolean", "Run it as a background job whose stdin stays open for "
+	  "job_write (without pty: a pipe)", 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop run_out[] = {
@@ -115,7 +120,8 @@ static const struct prop job_list_in[] = {
 static const struct prop job_list_out[] = {
 	{ "session", "string", "The session", 1 },
 	{ "jobs", "array", "Its jobs: {job, kind (background, handed_off or shell), command, running, "
-	  "exit_code once done, stdout_bytes, stderr_bytes}", 1 },
+	  "pty (on a terminal), waiting_input (asks for input), exit_code once done, stdout_bytes, "
+	  "stderr_bytes}", 1 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop job_output_in[] = {
@@ -125,6 +131,11 @@ static const struct prop job_output_in[] = {
 	{ "offset", "integer", "Byte offset in the stream to read from (default 0; pass the last "
 	  "next_offset to read on)", 0 },
 	{ "max_bytes", "integer", "At most this many bytes (default and ceiling 65536)", 0 },
+	{ "screen", "boolean", "Also render stdout as a terminal screen (a \"jN\" job): its rows "
+	  "come as text content and in screen", 0 },
+	{ "rows", "integer", "With screen: the screen's rows (default: the job's terminal size, "
+	  "else 24)", 0 },
+	{ "cols", "integer", "With screen: its columns (default: the job's terminal size, else 80)", 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop job_output_out[] = {
@@ -140,6 +151,40 @@ static const struct prop job_output_out[] = {
 	  "skips it)", 0 },
 	{ "running", "boolean", "The job still runs", 1 },
 	{ "exit_code", "integer", "Its exit status, once it ended (jN jobs)", 0 },
+	{ "pty", "boolean", "It runs on a pseudo-terminal", 0 },
+	{ "waiting_input", "boolean", "It is blocked reading its terminal or stdin: it asks "
+	  "something (answer with job_write)", 0 },
+	{ "screen", "object", "With screen true: {rows (text lines), cursor {row, col}, size "
+	  "{rows, cols}, alternate (full-screen program), partial (rendered from a later point "
+	  "of long output)}", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_write_in[] = {
+	{ "job", "string", "The job (\"jN\" started by run with pty or stdin_open true)", 1 },
+	{ "session", "string", "Its session (default: \"default\")", 0 },
+	{ "text", "string", "Text to type (a newline is the Enter key: \"print(6*7)\\n\")", 0 },
+	{ "base64", "string", "Bytes to write, as base64 (instead of text)", 0 },
+	{ "eof", "boolean", "Then end the input (a terminal's EOF character, or close the pipe)", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_write_out[] = {
+	{ "job", "string", "The job", 1 },
+	{ "written", "integer", "Bytes delivered", 1 },
+	{ "running", "boolean", "The job still runs", 1 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_resize_in[] = {
+	{ "job", "string", "The job (\"jN\" started by run with pty)", 1 },
+	{ "session", "string", "Its session (default: \"default\")", 0 },
+	{ "rows", "integer", "Rows of the terminal window, 1 to 1000", 1 },
+	{ "cols", "integer", "Columns, 1 to 1000", 1 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop job_resize_out[] = {
+	{ "job", "string", "The job", 1 },
+	{ "rows", "integer", "Its terminal's rows now", 1 },
+	{ "cols", "integer", "Its columns now", 1 },
+	{ "running", "boolean", "The job still runs", 1 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop job_kill_out[] = {
@@ -234,8 +279,19 @@ static const struct tool tools[] = {
 	  1, 0, 0, job_list_in, job_list_out },
 	{ "job_output", "Read a job's output",
 	  "Read a job's stdout or stderr from a byte offset, at most max_bytes at a time; read on "
-	  "from next_offset until it reaches total_bytes and running is false.",
+	  "from next_offset until it reaches total_bytes and running is false. screen true also "
+	  "renders a job's stdout as the terminal screen a person would see (for pty jobs: "
+	  "REPLs, vim, top).",
 	  1, 0, 0, job_output_in, job_output_out },
+	{ "job_write", "Type into a job",
+	  "Write text (or base64 bytes) to the terminal or open stdin of a job started by run with "
+	  "pty or stdin_open true, optionally then end its input. What is written into a shell or "
+	  "interpreter is judged by the safety policy like a command: a dangerous line is refused "
+	  "(isError, naming the rules) and nothing is delivered.",
+	  0, 1, 0, job_write_in, job_write_out },
+	{ "job_resize", "Resize a job's terminal",
+	  "Set the window size of a job's pseudo-terminal (run with pty); the program gets SIGWINCH.",
+	  0, 0, 0, job_resize_in, job_resize_out },
 	{ "job_kill", "Stop a job",
 	  "Stop a running job and every process it started (TERM, then KILL after the grace time).",
 	  0, 1, 0, job_in, job_kill_out },
@@ -275,7 +331,17 @@ schema_json(yajl_gen g, const char *key, const struct prop *p)
 	for (const struct prop *q = p; q->name; q++) {
 		hs_json_key(g, q->name);
 		yajl_gen_map_open(g);
-		hs_json_kstr(g, "type", q->type);
+		/* "a|b": either type. */
+		const char *bar = strchr(q->type, '|');
+		if (bar) {
+			hs_json_key(g, "type");
+			yajl_gen_array_open(g);
+			yajl_gen_string(g, (const unsigned char *)q->type, (size_t)(bar - q->type));
+			hs_json_str(g, bar + 1);
+			yajl_gen_array_close(g);
+		} else {
+			hs_json_kstr(g, "type", q->type);
+		}
 		hs_json_kstr(g, "description", q->desc);
 		yajl_gen_map_close(g);
 	}
@@ -756,6 +822,10 @@ do_call(struct hs_mcp *m, yajl_val id, yajl_val params)
 	pthread_mutex_lock(&R.mu);
 	int cancelled = R.cancelled;
 	pthread_mutex_unlock(&R.mu);
+	if (cancelled || rc == 1) {
+		free(m->call_text);
+		m->call_text = NULL;
+	}
 	if (cancelled) {
 		yajl_gen_free(out);
 		return;
@@ -780,6 +850,14 @@ do_call(struct hs_mcp *m, yajl_val id, yajl_val params)
 	hs_json_key(g, "text");
 	yajl_gen_string(g, rc == 0 ? buf : (const unsigned char *)err, rc == 0 ? len : strlen(err));
 	yajl_gen_map_close(g);
+	if (rc == 0 && m->call_text) {
+		yajl_gen_map_open(g);
+		hs_json_kstr(g, "type", "text");
+		hs_json_kstr(g, "text", m->call_text);
+		yajl_gen_map_close(g);
+	}
+	free(m->call_text);
+	m->call_text = NULL;
 	yajl_gen_array_close(g);
 	if (rc == 0) {
 		/* The same object, generated by yajl once: spliced in as one value. */
@@ -1166,7 +1244,8 @@ usage(FILE *f)
 	        "\n"
 	        "A Model Context Protocol server on stdin/stdout for agents (Claude Code,\n"
 	        "Codex, Hermes, ...): tools run, check, session_open, session_close,\n"
-	        "session_list, job_list, job_output, job_kill, read_file, write_file.\n"
+	        "session_list, job_list, job_output, job_write, job_resize, job_kill, read_file,\n"
+	        "write_file.\n"
 	        "\n"
 	        "  -b, --backend NAME        backend of the sessions (default: config 'backend')\n"
 	        "  -i, --image IMAGE         image of the sessions (container backends)\n"

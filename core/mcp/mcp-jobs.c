@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/job-ops.h"
 #include "core/json.h"
 #include "core/mcp/mcp.h"
 #include "core/serve/serve-req.h"
@@ -138,6 +139,35 @@ chunk_len(const char *data, size_t len, size_t max)
 	return n ? n : max;
 }
 
+/*
+ * The screen of job j for job_output's screen: the shot, and its rows as
+ * the call's text content (what a person would read).  0, or -1 with err.
+ */
+static int
+job_screen(struct hs_mcp *m, yajl_val args, const struct hs_job *j, struct hs_screen_shot *shot,
+           char *err, size_t errlen)
+{
+	struct hs_job_op_err e;
+	if (hs_job_screen(args, j, shot, &e) < 0) {
+		snprintf(err, errlen, "screen: %s", e.why);
+		return -1;
+	}
+	size_t total = 1;
+	for (int r = 0; r < shot->rows; r++)
+		total += shot->len[r] + 1;
+	free(m->call_text);
+	if (!(m->call_text = malloc(total)))
+		return 0; /* the structured content has the rows too */
+	size_t at = 0;
+	for (int r = 0; r < shot->rows; r++) {
+		memcpy(m->call_text + at, shot->row[r], shot->len[r]);
+		at += shot->len[r];
+		m->call_text[at++] = '\n';
+	}
+	m->call_text[at] = '\0';
+	return 0;
+}
+
 int
 hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen)
 {
@@ -155,11 +185,18 @@ hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size
 		return -1;
 	}
 	int stream = st && !strcmp(st, "stderr") ? 2 : 1;
+	int screen = hs_serve_true(args, "screen");
+	if (screen && kind != 'j') {
+		snprintf(err, errlen, "screen is for a job started by run (\"jN\"), not for %s",
+		         hs_serve_str(args, "job"));
+		return -1;
+	}
 	if (max == 0 || max > HS_MCP_CHUNK_MAX)
 		max = HS_MCP_CHUNK_MAX;
 
 	char *data = NULL;
 	const char *bytes;
+	struct hs_screen_shot shot;
 	size_t len = 0, total = 0;
 	uint64_t next = 0, from = off;
 	int gap = 0;
@@ -168,9 +205,13 @@ hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size
 	if (kind == 'j') {
 		if (!(j = exec_job(ms, n, err, errlen)))
 			return -1;
+		if (screen && job_screen(m, args, j, &shot, err, errlen) < 0)
+			return -1;
 		data = hs_capture_from(&j->cap[stream], off, &len, &next, &gap);
 		if (!data) {
 			snprintf(err, errlen, "out of memory");
+			if (screen)
+				hs_screen_shot_free(&shot);
 			return -1;
 		}
 		bytes = data;
@@ -202,8 +243,90 @@ hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size
 		hs_job_state_json(out, j);
 	else
 		hs_json_kbool(out, "running", s->alive);
+	if (screen) {
+		hs_screen_shot_json(out, &shot);
+		hs_screen_shot_free(&shot);
+	}
 	yajl_gen_map_close(out);
 	free(data);
+	return 0;
+}
+
+/* The running background job ("jN") a job_write or job_resize names; NULL with err. */
+static struct hs_job *
+input_job(struct hs_mcp *m, yajl_val args, struct hs_mcp_sess **ms, char *err, size_t errlen)
+{
+	unsigned n = 0;
+	unsigned long long id = 0;
+	int kind = job_target(m, args, ms, &n, &id, err, errlen);
+	if (kind == 's')
+		snprintf(err, errlen, "%s was left running by a command and takes no input: start the "
+		         "program with run and pty or stdin_open true to drive it", hs_serve_str(args, "job"));
+	return kind == 'j' ? exec_job(*ms, n, err, errlen) : NULL;
+}
+
+static void
+job_done_json(yajl_gen out, yajl_val args, const struct hs_job *j)
+{
+	yajl_gen_map_open(out);
+	hs_json_kstr(out, "job", hs_serve_str(args, "job"));
+	hs_job_state_json(out, j);
+}
+
+int
+hs_mcp_job_write(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen)
+{
+	const char *text = hs_serve_str(args, "text"), *b64 = hs_serve_str(args, "base64");
+	int eof = hs_serve_true(args, "eof");
+	struct hs_mcp_sess *ms;
+	struct hs_job_op_err e;
+	if ((text && b64) || (!text && !b64 && !eof)) {
+		snprintf(err, errlen, "job_write needs \"text\" or \"base64\" (not both), or \"eof\": true");
+		return -1;
+	}
+	const void *data = text;
+	size_t len = text ? strlen(text) : 0;
+	unsigned char *dec = NULL;
+	if (b64) {
+		size_t bl = strlen(b64);
+		long dl = (dec = malloc(bl / 4 * 3 + 3)) ? hs_base64_decode(b64, bl, dec) : -1;
+		if (dl < 0) {
+			snprintf(err, errlen, dec ? "base64 is not valid base64" : "out of memory");
+			free(dec);
+			return -1;
+		}
+		data = dec;
+		len = (size_t)dl;
+	}
+	struct hs_job *j = input_job(m, args, &ms, err, errlen);
+	int rc = j ? hs_job_write(&ms->hs, j, data, len, eof, &e) : -1;
+	free(dec);
+	if (j && rc < 0)
+		snprintf(err, errlen, "%s%s", !strcmp(e.code, "denied") ? "job_write refused: " : "", e.why);
+	if (rc < 0)
+		return -1;
+	job_done_json(out, args, j);
+	hs_json_kint(out, "written", (long long)len);
+	yajl_gen_map_close(out);
+	return 0;
+}
+
+int
+hs_mcp_job_resize(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen)
+{
+	struct hs_mcp_sess *ms;
+	struct hs_job_op_err e;
+	struct hs_job *j = input_job(m, args, &ms, err, errlen);
+	if (!j)
+		return -1;
+	if (hs_job_resize(&ms->hs, j, args, &e) < 0) {
+		snprintf(err, errlen, "%s", e.why);
+		return -1;
+	}
+	job_done_json(out, args, j);
+	hs_json_kint(out, "rows", (long long)j->pty_rows);
+	hs_json_kint(out, "cols", (long long)j->pty_cols);
+	yajl_gen_map_close(out);
 	return 0;
 }
 

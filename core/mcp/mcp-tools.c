@@ -18,6 +18,7 @@
 #include "core/cli/cmds.h"
 #include "core/config/hsconf.h"
 #include "core/core.h"
+#include "core/job-ops.h"
 #include "core/json.h"
 #include "core/mcp/mcp.h"
 #include "core/safety/safety.h"
@@ -77,6 +78,7 @@ static void
 close_sess(struct hs_mcp_sess *ms, char *err, size_t errlen)
 {
 	hs_session_close(&ms->hs, ms->hs.persistent, err, errlen);
+	hs_job_guards_free(&ms->hs);
 	hs_session_free(&ms->hs);
 	ms->used = 0;
 }
@@ -195,9 +197,16 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 	struct hs_mcp_sess *ms = hs_mcp_session(m, hs_serve_str(args, "session"), err, errlen);
 	if (!ms)
 		return -1;
-	if (hs_serve_true(args, "background")) {
+	/* A terminal or an open stdin is for a job driven with job_write: background. */
+	struct hs_job_op_err e;
+	if (hs_job_pty_request(&ms->hs, args, &rq, &e) < 0) {
+		snprintf(err, errlen, "%s", e.why);
+		return -1;
+	}
+	if (hs_serve_true(args, "background") || rq.pty_rows || rq.stdin_open) {
 		if (k.in.data) {
-			snprintf(err, errlen, "a background run takes no stdin: give it a file instead");
+			snprintf(err, errlen, "a background run takes no stdin: give it a file instead, "
+			         "or write to it with job_write (stdin_open true)");
 			return -1;
 		}
 		return run_background(ms, &rq, out, err, errlen);
@@ -352,6 +361,8 @@ hs_mcp_tool_call(struct hs_mcp *m, const char *name, yajl_val args, yajl_gen out
 		{ "job_list", hs_mcp_job_list },
 		{ "job_output", hs_mcp_job_output },
 		{ "job_kill", hs_mcp_job_kill },
+		{ "job_write", hs_mcp_job_write },
+		{ "job_resize", hs_mcp_job_resize },
 		{ "read_file", hs_mcp_read_file },
 		{ "write_file", hs_mcp_write_file },
 	};

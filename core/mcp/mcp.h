@@ -36,6 +36,8 @@ struct hs_mcp {
 	int64_t handoff_s;     /* --handoff-after: a run still going after this long becomes a
 	                          job; 0: never */
 	char default_name[65]; /* the real name of the "default" session */
+	char *call_text;       /* set by a tool: more text content for its result (malloc'd;
+	                          the caller frees it) */
 	struct hs_mcp_sess sess[HS_MCP_MAX_SESSIONS];
 };
 
@@ -58,6 +60,8 @@ struct hs_mcp_sess *hs_mcp_session(struct hs_mcp *m, const char *name, char *err
 /* mcp-jobs.c: the job and file tools; each 0 with its result map in out, -1 with err. */
 int hs_mcp_job_list(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
+int hs_mcp_job_write(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
+int hs_mcp_job_resize(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_job_kill(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_read_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_write_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);

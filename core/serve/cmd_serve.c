@@ -27,6 +27,7 @@
 #include "core/cli/cmds.h"
 #include "core/core.h"
 #include "core/config/hsconf.h"
+#include "core/job-ops.h"
 #include "core/json.h"
 #include "core/serve/serve-req.h"
 #include "core/serve/serve.h"
@@ -92,7 +93,7 @@ sess_free(struct sess *ss, int reply)
 	for (int i = 0; i < 2; i++)
 		if (ss->cancel_pipe[i] >= 0)
 			close(ss->cancel_pipe[i]);
-	srv_guards_free(ss);
+	hs_job_guards_free(&ss->hs);
 	hs_session_free(&ss->hs);
 	pthread_mutex_destroy(&ss->mu);
 	pthread_cond_destroy(&ss->cv);

@@ -29,6 +29,7 @@
 #include "core/json.h"
 #include "core/safety/audit.h"
 #include "core/safety/redact.h"
+#include "core/job-ops.h"
 #include "core/screen.h"
 #include "core/serve/serve-req.h"
 #include "core/serve/serve.h"
@@ -218,37 +219,6 @@ job_output_json(yajl_gen g, struct req *r, struct hs_job *j)
 	free(data);
 }
 
-/*
- * The size a job's screen is rendered at: the request's "rows" and "cols",
- * else the job's terminal size, else 24x80.  Returns 0, or -1 with a reason
- * in *why for a size that is not an integer in range.
- */
-static int
-job_screen_size(struct req *r, const struct hs_job *j, int *rows, int *cols, const char **why)
-{
-	static const char *const keys[2] = { "rows", "cols" };
-	int *out[2] = { rows, cols };
-	*rows = HS_SCREEN_ROWS_DEFAULT;
-	*cols = HS_SCREEN_COLS_DEFAULT;
-	if (j->pty && j->pty_rows && j->pty_cols) {
-		*rows = (int)j->pty_rows;
-		*cols = j->pty_cols < 2 ? 2 : (int)j->pty_cols; /* a wide character needs 2 */
-	}
-	for (int i = 0; i < 2; i++) {
-		yajl_val v = hs_serve_val(r->root, keys[i]);
-		if (!v)
-			continue;
-		if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < (i ? 2 : 1) ||
-		    YAJL_GET_INTEGER(v) > HS_SCREEN_SIZE_MAX) {
-			*why = i ? "\"cols\" must be an integer from 2 to 1000"
-			         : "\"rows\" must be an integer from 1 to 1000";
-			return -1;
-		}
-		*out[i] = (int)YAJL_GET_INTEGER(v);
-	}
-	return 0;
-}
-
 #define SHELL_JOBS_MAX 64
 
 /* A job of the session shell ("sID"): list, poll, output (its log), kill. */
@@ -361,18 +331,10 @@ do_job(struct sess *ss, struct req *r)
 		return 0;
 	}
 	int screen = !strcmp(action, "output") && hs_serve_true(r->root, "screen");
-	int rows = 0, cols = 0;
-	const char *why = NULL;
-	if (screen && job_screen_size(r, j, &rows, &cols, &why) < 0) {
-		srv_reply_error(s, r->id, "invalid_request", why);
-		return 0;
-	}
-	/* Output that came through a pipe has bare line feeds; a PTY job's
-	 * terminal has turned them into CR LF already. */
 	struct hs_screen_shot shot;
-	char serr[256];
-	if (screen && hs_screen_render(&j->cap[1], rows, cols, !j->pty, &shot, serr, sizeof(serr)) < 0) {
-		srv_reply_error(s, r->id, "screen_failed", serr);
+	struct hs_job_op_err e;
+	if (screen && hs_job_screen(r->root, j, &shot, &e) < 0) {
+		srv_reply_error(s, r->id, e.code, e.why);
 		return 0;
 	}
 	yajl_gen g = srv_reply_ok(r->id);
@@ -690,7 +652,7 @@ close_session(struct sess *ss, struct req *r, int keep)
 	 * and the record forgotten, both under the session's lock.  A failed
 	 * teardown keeps the record, so `hs session close` can try again. */
 	int failed = hs_session_close(&ss->hs, keep, err, sizeof(err)) < 0;
-	srv_guards_free(ss);
+	hs_job_guards_free(&ss->hs);
 	if (failed && !r)
 		hs_warn("session '%s': %s", ss->name, err);
 	if (!r)

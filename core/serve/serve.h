@@ -50,7 +50,6 @@ struct sess {
 	char approval_req[32];
 	int approval_answer;   /* -1 pending */
 	size_t queued;         /* bytes of this session's lines waiting for the srv_writer (out_mu) */
-	struct srv_guard *guards; /* the stdin gate state of its jobs (serve-pty.c) */
 	struct sess *next;
 };
 
@@ -146,7 +145,5 @@ int srv_pty_request(struct sess *ss, struct req *r, struct hs_cmd_req *rq);
 /* The ops "resize" and "write_stdin" (0: the thread goes on). */
 int srv_do_resize(struct sess *ss, struct req *r);
 int srv_do_write_stdin(struct sess *ss, struct req *r);
-/* Free the session's stdin gate states. */
-void srv_guards_free(struct sess *ss);
 
 #endif /* HS_SERVE_H */

@@ -9,10 +9,10 @@ Client and Session talk to `hs serve`; AsyncClient is their asyncio twin;
 hermes_sandbox.hermes.HsEnvironment has the shape of Hermes's environments.
 """
 from .aio import AsyncClient, AsyncJob, AsyncSession
-from .client import DECISIONS, ApprovalRequest, Client, Job, JobOutput, Result, Session, deny_all
+from .client import DECISIONS, ApprovalRequest, Client, Cursor, Job, JobOutput, Result, Screen, Session, deny_all
 from .errors import Denied, HsError, ServerDied, ServerError, Timeout
 
 __version__ = "0.1.0"
-__all__ = ["AsyncClient", "AsyncJob", "AsyncSession", "ApprovalRequest", "Client", "DECISIONS", "Denied",
-           "HsError", "Job", "JobOutput", "Result", "ServerDied", "ServerError", "Session", "Timeout",
-           "deny_all"]
+__all__ = ["AsyncClient", "AsyncJob", "AsyncSession", "ApprovalRequest", "Client", "Cursor", "DECISIONS",
+           "Denied", "HsError", "Job", "JobOutput", "Result", "Screen", "ServerDied", "ServerError", "Session",
+           "Timeout", "deny_all"]

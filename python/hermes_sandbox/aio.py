@@ -10,8 +10,9 @@ import asyncio
 import inspect
 from typing import IO, Any, Awaitable, Callable, Coroutine, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .client import (ApprovalHandler, ApprovalRequest, Client, Data, Job, JobOutput, Result, Session,
-                     StreamCallback, as_bytes, decoded, open_fields, put_fields, to_job_output)
+from .client import (ApprovalHandler, ApprovalRequest, Client, Data, Job, JobOutput, Pty, Result, Screen, Session,
+                     StreamCallback, as_bytes, decoded, open_fields, put_fields, screen_fields, to_job_output,
+                     to_screen, write_fields)
 
 AsyncApprovalHandler = Callable[[ApprovalRequest], Union[str, Awaitable[str]]]
 
@@ -90,7 +91,8 @@ class AsyncSession:
                    env: Optional[Mapping[str, str]] = None, stdin: Optional[Data] = None,
                    stream: Optional[StreamCallback] = None, background: bool = False,
                    approval: Optional[str] = None, on_approval: Optional[AsyncApprovalHandler] = None,
-                   wait: Optional[float] = None) -> Union[Result, "AsyncJob"]:
+                   wait: Optional[float] = None, pty: Optional[Pty] = None,
+                   stdin_open: bool = False) -> Union[Result, "AsyncJob"]:
         """Session.exec, awaited; stream callbacks run on the event loop."""
         loop = asyncio.get_running_loop()
         self.aclient._loop = loop
@@ -102,7 +104,7 @@ class AsyncSession:
                 loop.call_soon_threadsafe(cb, name, data)
         s = self.session
         p = s._send_exec(command, timeout, cwd, env, stdin, on_loop, background, approval,
-                         self.aclient._handler(on_approval), wait)
+                         self.aclient._handler(on_approval), wait, pty, stdin_open)
         done = s._finish_exec(await s.client.wait_async(p), background)
         return AsyncJob(self, done) if isinstance(done, Job) else done
 
@@ -159,6 +161,19 @@ class AsyncJob:
     async def kill(self) -> bool:
         """Stop the job as a deadline would."""
         return bool((await self._call("kill")).get("killed", True))
+
+    async def write(self, data: Data, eof: bool = False) -> int:
+        """Job.write, awaited (a refused write raises Denied)."""
+        fields = dict(write_fields(data, eof), job=self.name)
+        return int((await self.asession._call("write_stdin", fields)).get("written", 0))
+
+    async def resize(self, rows: int, cols: int) -> None:
+        """Set the window size of the job's terminal."""
+        await self.asession._call("resize", {"job": self.name, "rows": rows, "cols": cols})
+
+    async def screen(self, rows: Optional[int] = None, cols: Optional[int] = None) -> Screen:
+        """Job.screen, awaited."""
+        return to_screen(await self._call("output", **screen_fields(rows, cols)))
 
     async def wait(self, interval: float = 0.2) -> Dict[str, Any]:
         """Poll until the job is no longer running (bound it with asyncio.wait_for)."""

@@ -86,6 +86,36 @@ class JobOutput:
     raw: Dict[str, Any] = field(repr=False)
 
 
+@dataclass(frozen=True)
+class Cursor:
+    """Where a screen's cursor is (0-based)."""
+    row: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What a terminal shows for a job's output: its rows of text (trailing
+    blanks trimmed), the cursor, the size (rows, cols) it was rendered at,
+    whether a full-screen program switched to the alternate screen, and
+    whether it was rendered from a later point of a long output (partial)."""
+    rows: List[str]
+    cursor: Cursor
+    size: Tuple[int, int]
+    alternate: bool
+    partial: bool
+    raw: Dict[str, Any] = field(repr=False)
+
+    @property
+    def text(self) -> str:
+        """The rows as one text, a newline after each."""
+        return "".join(row + "\n" for row in self.rows)
+
+
+#: A terminal for a command: True (24x80) or (rows, cols).
+Pty = Union[bool, Tuple[int, int]]
+
+
 def decoded(reply: Mapping[str, Any], name: str) -> Data:
     """The member NAME of a reply: its text, or the bytes of NAME_b64."""
     if name + "_b64" in reply:
@@ -387,9 +417,16 @@ def open_fields(backend: str, session: Optional[str], options: Mapping[str, Any]
 
 def exec_fields(session: str, command: str, timeout: Optional[float], cwd: Optional[str],
                 env: Optional[Mapping[str, str]], stdin: Optional[Data], stream: bool,
-                background: bool, approval: Optional[str]) -> Dict[str, Any]:
+                background: bool, approval: Optional[str], pty: Optional[Pty] = None,
+                stdin_open: bool = False) -> Dict[str, Any]:
     """The members of an exec request."""
     fields: Dict[str, Any] = {"session": session, "command": command}
+    if isinstance(pty, tuple):
+        fields["pty"] = {"rows": int(pty[0]), "cols": int(pty[1])}
+    elif pty:
+        fields["pty"] = True
+    if stdin_open:
+        fields["stdin_open"] = True
     if timeout is not None:
         fields["timeout"] = timeout
     if cwd is not None:
@@ -414,6 +451,39 @@ def to_result(reply: Dict[str, Any]) -> Result:
                   timed_out=bool(reply.get("timed_out")), cancelled=bool(reply.get("cancelled")),
                   duration=float(reply.get("duration_ms", 0)) / 1000.0,
                   jobs_left=int(reply.get("jobs_left", 0)), raw=reply)
+
+
+def write_fields(data: Data, eof: bool) -> Dict[str, Any]:
+    """The members of a write_stdin request (but session and job)."""
+    fields: Dict[str, Any] = {}
+    if isinstance(data, bytes):
+        fields["data_b64"] = base64.b64encode(data).decode("ascii")
+    elif data:
+        fields["data"] = data
+    if eof:
+        fields["eof"] = True
+    return fields
+
+
+def screen_fields(rows: Optional[int], cols: Optional[int]) -> Dict[str, Any]:
+    """The members of a job output request for the screen."""
+    fields: Dict[str, Any] = {"screen": True}
+    if rows is not None:
+        fields["rows"] = rows
+    if cols is not None:
+        fields["cols"] = cols
+    return fields
+
+
+def to_screen(reply: Dict[str, Any]) -> Screen:
+    """The Screen of a job output reply with screen."""
+    shot = reply.get("screen") or {}
+    cur = shot.get("cursor") or {}
+    size = shot.get("size") or {}
+    return Screen(rows=[str(r) for r in shot.get("rows") or []],
+                  cursor=Cursor(int(cur.get("row", 0)), int(cur.get("col", 0))),
+                  size=(int(size.get("rows", 0)), int(size.get("cols", 0))),
+                  alternate=bool(shot.get("alternate")), partial=bool(shot.get("partial")), raw=shot)
 
 
 def to_job_output(reply: Dict[str, Any]) -> JobOutput:
@@ -443,34 +513,42 @@ class Session:
              env: Optional[Mapping[str, str]] = ..., stdin: Optional[Data] = ...,
              stream: Optional[StreamCallback] = ..., background: "Literal[False]" = ...,
              approval: Optional[str] = ..., on_approval: Optional[ApprovalHandler] = ...,
-             wait: Optional[float] = ...) -> Result: ...
+             wait: Optional[float] = ..., pty: Optional[Pty] = ...,
+             stdin_open: bool = ...) -> Result: ...
 
     @overload
     def exec(self, command: str, *, timeout: Optional[float] = ..., cwd: Optional[str] = ...,
              env: Optional[Mapping[str, str]] = ..., stdin: Optional[Data] = ...,
              stream: Optional[StreamCallback] = ..., background: "Literal[True]",
              approval: Optional[str] = ..., on_approval: Optional[ApprovalHandler] = ...,
-             wait: Optional[float] = ...) -> "Job": ...
+             wait: Optional[float] = ..., pty: Optional[Pty] = ...,
+             stdin_open: bool = ...) -> "Job": ...
 
     def exec(self, command: str, *, timeout: Optional[float] = None, cwd: Optional[str] = None,
              env: Optional[Mapping[str, str]] = None, stdin: Optional[Data] = None,
              stream: Optional[StreamCallback] = None, background: bool = False,
              approval: Optional[str] = None, on_approval: Optional[ApprovalHandler] = None,
-             wait: Optional[float] = None) -> Union[Result, "Job"]:
+             wait: Optional[float] = None, pty: Optional[Pty] = None,
+             stdin_open: bool = False) -> Union[Result, "Job"]:
         """Run command in the session shell.  timeout (seconds) is the
         command's deadline: hs kills it and all it started, exit code 124.
         stream(stream_name, data) is called with live output, on the reader
         thread (keep it short).  background=True returns a Job at once.
-        wait bounds the wait for the reply (default: timeout + reply_grace,
-        unbounded without a timeout).  A denied command raises Denied."""
-        p = self._send_exec(command, timeout, cwd, env, stdin, stream, background, approval, on_approval, wait)
+        pty=True (24x80) or (rows, cols) runs it on a pseudo-terminal (its
+        output is the terminal stream, as stdout); stdin_open=True keeps a
+        background job's stdin open for Job.write.  wait bounds the wait for
+        the reply (default: timeout + reply_grace, unbounded without a
+        timeout).  A denied command raises Denied."""
+        p = self._send_exec(command, timeout, cwd, env, stdin, stream, background, approval, on_approval, wait,
+                            pty, stdin_open)
         return self._finish_exec(self.client.wait(p), background)
 
     def _send_exec(self, command: str, timeout: Optional[float], cwd: Optional[str],
                    env: Optional[Mapping[str, str]], stdin: Optional[Data], stream: Optional[StreamCallback],
                    background: bool, approval: Optional[str], on_approval: Optional[ApprovalHandler],
-                   wait: Optional[float]) -> _Pending:
-        fields = exec_fields(self.name, command, timeout, cwd, env, stdin, stream is not None, background, approval)
+                   wait: Optional[float], pty: Optional[Pty] = None, stdin_open: bool = False) -> _Pending:
+        fields = exec_fields(self.name, command, timeout, cwd, env, stdin, stream is not None, background, approval,
+                             pty, stdin_open)
         budget = self.client.timeout if background and wait is None else self._budget(timeout, wait)
         return self.client.send("exec", fields, timeout=budget, on_output=stream,
                                 on_approval=on_approval or self.on_approval)
@@ -550,6 +628,24 @@ class Job:
     def kill(self) -> bool:
         """Stop the job as a deadline would."""
         return bool(self._call("kill").get("killed", True))
+
+    def write(self, data: Data, eof: bool = False) -> int:
+        """Type data (text, or bytes) into the job's terminal or open stdin,
+        then with eof end its input; the bytes delivered.  What is written
+        into a shell or an interpreter is judged like a command first: a
+        refused write raises Denied and delivers nothing."""
+        fields = dict(write_fields(data, eof), session=self.session.name, job=self.name)
+        return int(self.session.client.call("write_stdin", fields).get("written", 0))
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Set the window size of the job's terminal (a pty job)."""
+        self.session.client.call("resize", {"session": self.session.name, "job": self.name,
+                                            "rows": rows, "cols": cols})
+
+    def screen(self, rows: Optional[int] = None, cols: Optional[int] = None) -> Screen:
+        """What a terminal shows for the job's output, at rows x cols (default:
+        the job's terminal size, else 24x80)."""
+        return to_screen(self._call("output", **screen_fields(rows, cols)))
 
     def wait(self, timeout: Optional[float] = None, interval: float = 0.2) -> Dict[str, Any]:
         """Poll until the job is no longer running; its last poll.  Raises

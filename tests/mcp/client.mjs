@@ -75,8 +75,9 @@ try {
 	const { tools } = await client.listTools();
 	const names = tools.map((t) => t.name).sort();
 	check("tools/list names", JSON.stringify(names) ===
-	      JSON.stringify(["check", "job_kill", "job_list", "job_output", "read_file", "run",
-	                      "session_close", "session_list", "session_open", "write_file"]), names);
+	      JSON.stringify(["check", "job_kill", "job_list", "job_output", "job_resize", "job_write",
+	                      "read_file", "run", "session_close", "session_list", "session_open",
+	                      "write_file"]), names);
 	for (const t of tools)
 		check(`tool ${t.name} has schemas and annotations`,
 		      t.inputSchema?.type === "object" && t.outputSchema?.type === "object" &&
