@@ -244,6 +244,8 @@ static const struct prop sess_out[] = {
 	{ "persistent", "boolean", "Whether it outlives this connection", 0 },
 	{ "adopted", "array", "Jobs (\"jN\") taken over at open: commands an earlier connection left "
 	  "running in this persistent session (see job_list)", 0 },
+	{ "egress_warning", "string", "Set when network allowlist is mapped onto the backend's own "
+	  "address filter: how much weaker that is than hs's egress endpoint", 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop close_in[] = {

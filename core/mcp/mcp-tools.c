@@ -284,6 +284,9 @@ sess_json(yajl_gen g, const struct hs_mcp_sess *ms)
 		}
 		yajl_gen_array_close(g);
 	}
+	/* network "allowlist" mapped onto the backend's own filter: how much weaker. */
+	if (ms->hs.egress_note[0])
+		hs_json_kstr(g, "egress_warning", ms->hs.egress_note);
 	yajl_gen_map_close(g);
 }
 
