@@ -7,11 +7,14 @@
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/job-ops.h"
+#include "core/json.h"
+#include "core/serve/serve-req.h"
 #include "core/safety/safety.h"
 
 /* The stdin gate state of one job of a session. */
@@ -167,5 +170,99 @@ hs_job_screen(yajl_val args, const struct hs_job *j, struct hs_screen_shot *shot
 	char serr[256];
 	if (hs_screen_render(&j->cap[1], size[0], size[1], !j->pty, shot, serr, sizeof(serr)) < 0)
 		return fail(e, "screen_failed", serr);
+	return 0;
+}
+
+/* The most one runner READ asks for (its answer is one frame). */
+#define OUTPUT_READ_CHUNK (1024u * 1024u)
+
+/* output_id as a string of digits or a JSON integer; 0 when absent or invalid. */
+static uint64_t
+output_id(yajl_val root)
+{
+	const char *s = hs_serve_str(root, "output_id");
+	if (!s)
+		return hs_serve_uint(root, "output_id", 0);
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	return *s >= '0' && *s <= '9' && !*end ? (uint64_t)v : 0;
+}
+
+int
+hs_output_range_json(struct hs_session *s, yajl_val args, yajl_gen g, struct hs_job_op_err *e)
+{
+	const char *st = hs_serve_str(args, "stream");
+	uint64_t id = output_id(args);
+	uint64_t off = hs_serve_uint(args, "offset", 0);
+	uint64_t want = hs_serve_uint(args, "length", (uint64_t)s->lim.output_limit);
+	int stream = st && !strcmp(st, "stderr") ? 2 : 1;
+	char err[1024] = "";
+
+	if (!id || (st && strcmp(st, "stdout") && strcmp(st, "stderr"))) {
+		e->code = "invalid_request";
+		snprintf(e->why, sizeof(e->why), "output needs \"output_id\" (from an exec reply) and "
+		         "\"stream\" stdout or stderr");
+		return -1;
+	}
+	if (want > HS_OUTPUT_RANGE_MAX)
+		want = HS_OUTPUT_RANGE_MAX;
+	char *buf = malloc(want ? want : 1);
+	if (!buf) {
+		e->code = "internal";
+		snprintf(e->why, sizeof(e->why), "out of memory");
+		return -1;
+	}
+	/* The first read may start later than asked (evicted bytes); the
+	 * following ones go on from where the last ended. */
+	struct hs_output_range rg = { 0 };
+	uint64_t at = off, start = off, total = 0;
+	size_t have = 0;
+	int ended = 0, first = 1;
+	while (first || have < want) {
+		size_t ask = want - have < OUTPUT_READ_CHUNK ? (size_t)(want - have) : OUTPUT_READ_CHUNK;
+		int rc = hs_conn_output_read(&s->cn, id, stream, at, ask, &rg, err, sizeof(err));
+		if (rc != 0) {
+			free(buf);
+			e->code = rc == 1 ? "no_output" : "backend_error";
+			snprintf(e->why, sizeof(e->why), "%s", err);
+			return -1;
+		}
+		if (first)
+			start = rg.offset;
+		else if (rg.offset != at)
+			rg.len = 0; /* trimmed meanwhile: stop at the hole */
+		memcpy(buf + have, rg.data, rg.len);
+		have += rg.len;
+		at = rg.offset + rg.len;
+		total = rg.total;
+		ended = rg.ended;
+		free(rg.data);
+		first = 0;
+		if (rg.len == 0 || at >= total)
+			break;
+	}
+	/* In text, a character cut by the range's end is left for the next
+	 * request, so the range stays text. */
+	size_t cut = at < total ? hs_utf8_cut((const unsigned char *)buf, have) : 0;
+	if (cut && hs_utf8_valid(buf, have - cut))
+		have -= cut;
+	char ids[32];
+	snprintf(ids, sizeof(ids), "%" PRIu64, id);
+	hs_json_kstr(g, "output_id", ids);
+	hs_json_kstr(g, "stream", stream == 1 ? "stdout" : "stderr");
+	hs_json_kint(g, "offset", (long long)start);
+	if (start > off) {
+		hs_json_key(g, "gap");
+		yajl_gen_map_open(g);
+		hs_json_kint(g, "offset", (long long)off);
+		hs_json_kint(g, "bytes", (long long)(start - off));
+		yajl_gen_map_close(g);
+	}
+	hs_json_kbytes(g, "data", buf, have);
+	hs_json_kint(g, "next_offset", (long long)(start + have));
+	hs_json_kint(g, stream == 1 ? "stdout_bytes" : "stderr_bytes", (long long)total);
+	hs_json_kbool(g, "eof", ended && start + have >= total);
+	hs_json_kbool(g, "running", !ended);
+	free(buf);
 	return 0;
 }

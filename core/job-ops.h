@@ -54,6 +54,22 @@ int hs_job_resize(struct hs_session *s, struct hs_job *j, yajl_val args, struct 
 int hs_job_screen(yajl_val args, const struct hs_job *j, struct hs_screen_shot *shot,
                   struct hs_job_op_err *e);
 
+/* The most one output range request returns. */
+#define HS_OUTPUT_RANGE_MAX (4u * 1024u * 1024u)
+
+/*
+ * A range of a command's kept output (recoverable output, hs(1)): args'
+ * "output_id" (from an exec result), "stream" (stdout, stderr), "offset"
+ * and "length" (at most HS_OUTPUT_RANGE_MAX).  On success writes into the
+ * open map g: output_id, stream, offset (the first byte returned: later
+ * than asked when that part was evicted, with gap {offset, bytes}), data
+ * (or data_b64), next_offset, stdout_bytes|stderr_bytes, eof, running; a
+ * character cut by the range's end is left for the next request.  Returns
+ * 0, or -1 with e ("invalid_request", "no_output", "backend_error") and g
+ * untouched.
+ */
+int hs_output_range_json(struct hs_session *s, yajl_val args, yajl_gen g, struct hs_job_op_err *e);
+
 /* Forget the stdin gate state of s's jobs (when the session closes). */
 void hs_job_guards_free(struct hs_session *s);
 

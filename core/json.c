@@ -211,3 +211,37 @@ hs_json_emit(yajl_gen g, int fd)
 	free(line);
 	return off == len ? 0 : -1;
 }
+
+/* The length of the UTF-8 sequence a lead byte starts (0: not a lead byte). */
+size_t
+hs_utf8_seq_len(unsigned char c)
+{
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return 2;
+	if (c >= 0xe0 && c <= 0xef)
+		return 3;
+	if (c >= 0xf0 && c <= 0xf4)
+		return 4;
+	return 0;
+}
+
+/*
+ * How many bytes at the end of buf start a UTF-8 character that the next
+ * chunk may complete (0 to 3).  Only a lead byte followed by fewer
+ * continuation bytes than it announces is held back; anything else is
+ * sent as it is.
+ */
+size_t
+hs_utf8_cut(const unsigned char *buf, size_t len)
+{
+	for (size_t back = 1; back <= 3 && back <= len; back++) {
+		unsigned char c = buf[len - back];
+		if ((c & 0xc0) == 0x80)
+			continue; /* a continuation byte: look further back */
+		size_t need = hs_utf8_seq_len(c);
+		return need > back ? back : 0;
+	}
+	return 0;
+}

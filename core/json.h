@@ -24,6 +24,10 @@ void hs_json_key(yajl_gen g, const char *key);
 void hs_json_kbytes(yajl_gen g, const char *key, const void *buf, size_t len);
 /* 1 when buf is valid UTF-8 (no overlongs, no surrogates). */
 int hs_utf8_valid(const void *buf, size_t len);
+/* The length of the UTF-8 sequence a lead byte starts (0: not a lead byte). */
+size_t hs_utf8_seq_len(unsigned char c);
+/* How many bytes at the end of buf begin a UTF-8 character cut short (0 to 3). */
+size_t hs_utf8_cut(const unsigned char *buf, size_t len);
 /* Base64-encode; out must hold 4*((len+2)/3)+1 bytes.  Returns the length. */
 size_t hs_base64_encode(const void *buf, size_t len, char *out);
 /* Decode base64; returns the decoded length or -1 on malformed input. */

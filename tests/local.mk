@@ -95,4 +95,5 @@ EXTRA_DIST += tests/python/pytest.test tests/python/docker.test python/README.md
 	python/hermes_sandbox/__init__.py python/hermes_sandbox/aio.py python/hermes_sandbox/client.py \
 	python/hermes_sandbox/errors.py python/hermes_sandbox/hermes.py python/hermes_sandbox/py.typed \
 	python/tests/conftest.py python/tests/test_client.py python/tests/test_async.py \
-	python/tests/test_hermes.py python/tests/test_docker.py python/tests/test_pty.py
+	python/tests/test_hermes.py python/tests/test_docker.py python/tests/test_pty.py \
+	python/tests/test_output.py

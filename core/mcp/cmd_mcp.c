@@ -105,6 +105,34 @@ static const struct prop run_out[] = {
 	  "job of what it left running in the session, e.g. with & (\"s123\"): use job_output "
 	  "and job_kill", 0 },
 	{ "message", "string", "What to do next, when the run was handed off", 0 },
+	{ "stdout_bytes", "integer", "Bytes the command wrote to stdout in all (more than stdout "
+	  "holds when truncated)", 0 },
+	{ "stderr_bytes", "integer", "Bytes it wrote to stderr in all", 0 },
+	{ "output_id", "string", "Names the whole output the sandbox keeps: read any part of it "
+	  "with output_read", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop output_read_in[] = {
+	{ "output_id", "string", "The output_id of a run result", 1 },
+	{ "session", "string", "Its session (default: \"default\")", 0 },
+	{ "stream", "string", "stdout (default) or stderr", 0 },
+	{ "offset", "integer", "First byte to read (default 0)", 0 },
+	{ "length", "integer", "Bytes to read at most (default: the output limit; at most 4 MiB)", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+static const struct prop output_read_out[] = {
+	{ "output_id", "string", "The output", 1 },
+	{ "stream", "string", "stdout or stderr", 1 },
+	{ "offset", "integer", "Where data starts (later than asked when that part was evicted: "
+	  "see gap)", 1 },
+	{ "data", "string", "The bytes, as text", 0 },
+	{ "data_b64", "string", "The bytes, base64, when they are not UTF-8", 0 },
+	{ "next_offset", "integer", "Where the next read goes on", 1 },
+	{ "stdout_bytes", "integer", "The stream's size so far (stdout)", 0 },
+	{ "stderr_bytes", "integer", "The stream's size so far (stderr)", 0 },
+	{ "eof", "boolean", "Nothing more follows: the command ended and this is the end", 1 },
+	{ "running", "boolean", "The command still runs", 1 },
+	{ "gap", "object", "{offset, bytes}: what was asked but is no longer kept", 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 static const struct prop job_in[] = {
@@ -294,6 +322,11 @@ static const struct tool tools[] = {
 	{ "job_resize", "Resize a job's terminal",
 	  "Set the window size of a job's pseudo-terminal (run with pty); the program gets SIGWINCH.",
 	  0, 0, 0, job_resize_in, job_resize_out },
+	{ "output_read", "Read a run's whole output",
+	  "Read any range of a finished or running command's stdout or stderr by offset, "
+	  "after its result showed only the head and tail (output_id from run; the sandbox "
+	  "keeps the last commands' output up to output_keep).",
+	  1, 0, 0, output_read_in, output_read_out },
 	{ "job_kill", "Stop a job",
 	  "Stop a running job and every process it started (TERM, then KILL after the grace time).",
 	  0, 1, 0, job_in, job_kill_out },
@@ -1246,7 +1279,7 @@ usage(FILE *f)
 	        "\n"
 	        "A Model Context Protocol server on stdin/stdout for agents (Claude Code,\n"
 	        "Codex, Hermes, ...): tools run, check, session_open, session_close,\n"
-	        "session_list, job_list, job_output, job_write, job_resize, job_kill, read_file,\n"
+	        "session_list, job_list, job_output, job_write, job_resize, job_kill, output_read, read_file,\n"
 	        "write_file.\n"
 	        "\n"
 	        "  -b, --backend NAME        backend of the sessions (default: config 'backend')\n"

@@ -331,6 +331,22 @@ hs_mcp_job_resize(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size
 }
 
 int
+hs_mcp_output_read(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen)
+{
+	struct hs_job_op_err e;
+	struct hs_mcp_sess *ms = hs_mcp_session(m, hs_serve_str(args, "session"), err, errlen);
+	if (!ms || hs_conn_pump(&ms->hs.cn, 0, err, errlen) < 0)
+		return -1;
+	yajl_gen_map_open(out);
+	if (hs_output_range_json(&ms->hs, args, out, &e) < 0) {
+		snprintf(err, errlen, "%s", e.why);
+		return -1;
+	}
+	yajl_gen_map_close(out);
+	return 0;
+}
+
+int
 hs_mcp_job_kill(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen)
 {
 	struct hs_mcp_sess *ms;

@@ -237,6 +237,7 @@ tool_run(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen
 		hs_capture_json_result(out, &res.out, k.cap, res.restored);
 		hs_json_kbool(out, "running", 0);
 		hs_job_left_json(out, &res.out);
+		hs_output_json(out, &ms->hs.cn, ms->hs.lim.output_keep, &res.out, 1, 0);
 		yajl_gen_map_close(out);
 	} else {
 		snprintf(err, errlen, "%s", res.why);
@@ -366,6 +367,7 @@ hs_mcp_tool_call(struct hs_mcp *m, const char *name, yajl_val args, yajl_gen out
 		{ "job_kill", hs_mcp_job_kill },
 		{ "job_write", hs_mcp_job_write },
 		{ "job_resize", hs_mcp_job_resize },
+		{ "output_read", hs_mcp_output_read },
 		{ "read_file", hs_mcp_read_file },
 		{ "write_file", hs_mcp_write_file },
 	};

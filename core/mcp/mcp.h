@@ -62,6 +62,7 @@ int hs_mcp_job_list(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, si
 int hs_mcp_job_output(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_job_write(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_job_resize(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
+int hs_mcp_output_read(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_job_kill(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_read_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);
 int hs_mcp_write_file(struct hs_mcp *m, yajl_val args, yajl_gen out, char *err, size_t errlen);

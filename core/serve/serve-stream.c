@@ -21,40 +21,6 @@
 #include "core/json.h"
 #include "core/serve/serve.h"
 
-/* The length of the UTF-8 sequence a lead byte starts (0: not a lead byte). */
-static size_t
-utf8_seq_len(unsigned char c)
-{
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return 2;
-	if (c >= 0xe0 && c <= 0xef)
-		return 3;
-	if (c >= 0xf0 && c <= 0xf4)
-		return 4;
-	return 0;
-}
-
-/*
- * How many bytes at the end of buf start a UTF-8 character that the next
- * chunk may complete (0 to 3).  Only a lead byte followed by fewer
- * continuation bytes than it announces is held back; anything else is
- * sent as it is.
- */
-size_t
-srv_utf8_cut(const unsigned char *buf, size_t len)
-{
-	for (size_t back = 1; back <= 3 && back <= len; back++) {
-		unsigned char c = buf[len - back];
-		if ((c & 0xc0) == 0x80)
-			continue; /* a continuation byte: look further back */
-		size_t need = utf8_seq_len(c);
-		return need > back ? back : 0;
-	}
-	return 0;
-}
-
 static void
 stream_event(struct srv_stream *st, int stream, const void *buf, size_t len)
 {
@@ -93,7 +59,7 @@ srv_stream_output(struct srv_stream *st, int stream, const void *data, size_t le
 
 	if (o->ncarry) {
 		/* A character cut at the last chunk's end: complete it first. */
-		size_t need = utf8_seq_len(o->carry[0]);
+		size_t need = hs_utf8_seq_len(o->carry[0]);
 		while (o->ncarry < need && len && (*p & 0xc0) == 0x80) {
 			o->carry[o->ncarry++] = *p++;
 			len--;
@@ -114,7 +80,7 @@ srv_stream_output(struct srv_stream *st, int stream, const void *data, size_t le
 			o->ncarry = 0;
 		}
 	}
-	size_t cut = srv_utf8_cut(p, len);
+	size_t cut = hs_utf8_cut(p, len);
 	if (len > cut)
 		stream_event(st, stream, p, len - cut);
 	memcpy(o->carry, p + len - cut, cut);

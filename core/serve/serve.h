@@ -122,8 +122,6 @@ void srv_stream_output(struct srv_stream *st, int stream, const void *buf, size_
 void srv_stream_gap(struct srv_stream *st, int stream, uint64_t bytes);
 /* At the end of the command: what is held back, and a gap not yet said. */
 void srv_stream_flush(struct srv_stream *st);
-/* How many bytes at the end of buf begin a UTF-8 character cut short (0 to 3). */
-size_t srv_utf8_cut(const unsigned char *buf, size_t len);
 
 /* recoverable output (serve-output.c) */
 /* The op {"op":"output","session","output_id","stream","offset","length"}. */

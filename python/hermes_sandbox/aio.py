@@ -11,7 +11,8 @@ import inspect
 from typing import IO, Any, Awaitable, Callable, Coroutine, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .client import (ApprovalHandler, ApprovalRequest, Client, Data, Job, JobOutput, Pty, Result, Screen, Session,
-                     StreamCallback, as_bytes, decoded, open_fields, put_fields, screen_fields, to_job_output,
+                     StreamCallback, as_bytes, decoded, open_fields, output_fields, put_fields, screen_fields,
+                     to_job_output,
                      to_screen, write_fields)
 
 AsyncApprovalHandler = Callable[[ApprovalRequest], Union[str, Awaitable[str]]]
@@ -122,6 +123,13 @@ class AsyncSession:
     async def get_file(self, path: str) -> bytes:
         """The bytes of a file inside the sandbox."""
         return as_bytes(decoded(await self._call("get_file", {"path": path}), "data"))
+
+    async def read_output(self, output_id: str, stream: str = "stdout", offset: int = 0,
+                          length: Optional[int] = None) -> JobOutput:
+        """Session.read_output, awaited."""
+        fields = output_fields(self.name, output_id, stream, offset, length)
+        del fields["session"]
+        return to_job_output(await self._call("output", fields))
 
     async def jobs(self) -> List[Dict[str, Any]]:
         """What the session shell runs in the background."""

@@ -59,7 +59,9 @@ def deny_all(request: ApprovalRequest) -> str:
 class Result:
     """What a foreground command gave.  stdout and stderr are str when the
     output was valid UTF-8, bytes otherwise; truncated means hs kept only the
-    head and tail of a long stream; duration is in seconds."""
+    head and tail of a long stream; duration is in seconds.  stdout_bytes and
+    stderr_bytes count the whole output; output_id (when the sandbox keeps
+    it) reads any range of it back with Session.read_output."""
     exit_code: int
     stdout: Data
     stderr: Data
@@ -68,6 +70,9 @@ class Result:
     cancelled: bool
     duration: float
     jobs_left: int
+    stdout_bytes: int
+    stderr_bytes: int
+    output_id: Optional[str]
     raw: Dict[str, Any] = field(repr=False)
 
     @property
@@ -450,7 +455,10 @@ def to_result(reply: Dict[str, Any]) -> Result:
                   stderr=decoded(reply, "stderr"), truncated=bool(reply.get("truncated")),
                   timed_out=bool(reply.get("timed_out")), cancelled=bool(reply.get("cancelled")),
                   duration=float(reply.get("duration_ms", 0)) / 1000.0,
-                  jobs_left=int(reply.get("jobs_left", 0)), raw=reply)
+                  jobs_left=int(reply.get("jobs_left", 0)),
+                  stdout_bytes=int(reply.get("stdout_bytes", 0)),
+                  stderr_bytes=int(reply.get("stderr_bytes", 0)),
+                  output_id=reply.get("output_id"), raw=reply)
 
 
 def write_fields(data: Data, eof: bool) -> Dict[str, Any]:
@@ -484,6 +492,16 @@ def to_screen(reply: Dict[str, Any]) -> Screen:
                   cursor=Cursor(int(cur.get("row", 0)), int(cur.get("col", 0))),
                   size=(int(size.get("rows", 0)), int(size.get("cols", 0))),
                   alternate=bool(shot.get("alternate")), partial=bool(shot.get("partial")), raw=shot)
+
+
+def output_fields(session: str, output_id: str, stream: str, offset: int,
+                  length: Optional[int]) -> Dict[str, Any]:
+    """The members of an output (range) request."""
+    fields: Dict[str, Any] = {"session": session, "output_id": output_id, "stream": stream,
+                              "offset": offset}
+    if length is not None:
+        fields["length"] = length
+    return fields
 
 
 def to_job_output(reply: Dict[str, Any]) -> JobOutput:
@@ -578,6 +596,14 @@ class Session:
     def get_file(self, path: str) -> bytes:
         """The bytes of a file inside the sandbox."""
         return as_bytes(decoded(self.client.call("get_file", {"session": self.name, "path": path}), "data"))
+
+    def read_output(self, output_id: str, stream: str = "stdout", offset: int = 0,
+                    length: Optional[int] = None) -> JobOutput:
+        """A range of a finished (or running) command's whole output, by the
+        output_id of its Result; gap is true when part of the range was
+        evicted (data then starts later: see raw["offset"])."""
+        return to_job_output(self.client.call("output", output_fields(self.name, output_id, stream, offset,
+                                                                      length)))
 
     def close(self) -> None:
         """Tear the session's environment down (what it runs is stopped)."""

@@ -75,7 +75,7 @@ try {
 	const { tools } = await client.listTools();
 	const names = tools.map((t) => t.name).sort();
 	check("tools/list names", JSON.stringify(names) ===
-	      JSON.stringify(["check", "job_kill", "job_list", "job_output", "job_resize", "job_write",
+	      JSON.stringify(["check", "job_kill", "job_list", "job_output", "job_resize", "job_write", "output_read",
 	                      "read_file", "run", "session_close", "session_list", "session_open",
 	                      "write_file"]), names);
 	for (const t of tools)

@@ -148,6 +148,24 @@ try {
 	w = await waitOut(client, cat, /piped-line\ncat-ended\n/);
 	check("... cat echoes it and ends", w.ok, w.out);
 
+	// Recoverable output: a run cut to head and tail names its whole output,
+	// and output_read reads its middle back exactly.
+	const N = 300000;
+	let text = "";
+	for (let i = 1; i <= N; i++)
+		text += i + "\n";
+	r = await call(client, "run", { command: `seq 1 ${N}` });
+	const o = r.structuredContent;
+	check("run of a long output: truncated, with stdout_bytes and output_id",
+	      o?.truncated === true && o?.stdout_bytes === text.length && typeof o?.output_id === "string", o);
+	const mid = Math.floor(text.length / 2);
+	r = await call(client, "output_read", { output_id: o?.output_id, offset: mid, length: 5000 });
+	check("output_read returns the middle byte-exact", !r.isError &&
+	      r.structuredContent?.data === text.slice(mid, mid + 5000) &&
+	      r.structuredContent?.next_offset === mid + 5000, r.structuredContent ?? r);
+	r = await call(client, "output_read", { output_id: "12345", offset: 0 });
+	check("output_read of an unknown output is a tool error", r.isError === true, r);
+
 	// Ask mode: a line that needs approval is asked by elicitation, like a run.
 	const answers = ["deny", "once"], asked = [];
 	asker = new Client({ name: "hs-test-ask", version: "1.0.0" }, { capabilities: { elicitation: {} } });
