@@ -29,6 +29,16 @@ struct hsr_client {
 	char instance[40];
 	struct hsr_attach_entry *attach;
 	struct hsr_egress_ops egress; /* handler of tunnelled connections (egress.fn NULL: none) */
+	/* The reader: whoever holds rd reads the stream.  hsr_client_next() and
+	 * friends hold it throughout; between them, once the caller has left the
+	 * stream alone for a while (rd_at), hsr_client_pump() may take egress
+	 * frames from it, reading into idle (never moving dec's bytes, which
+	 * the last event may point into); what it read beyond them goes to dec
+	 * when the caller reads again. */
+	pthread_mutex_t rd;
+	int64_t rd_at;        /* when the caller last read or asked (CLOCK_MONOTONIC ms) */
+	int rd_dead;          /* the pump saw the stream end: it leaves it to the caller */
+	struct hsr_decoder idle;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -121,9 +131,10 @@ const char *hsr_client_peer_version(const struct hsr_client *c)
 	return c->peer;
 }
 
-int hsr_client_pending(const struct hsr_client *c)
+/* The type of the next frame buffered in d if it is whole, 0 if it is not,
+ * -1 if its length is invalid. */
+static int whole_frame(const struct hsr_decoder *d)
 {
-	const struct hsr_decoder *d = &c->dec;
 	const uint8_t *p;
 	uint32_t n;
 
@@ -131,8 +142,45 @@ int hsr_client_pending(const struct hsr_client *c)
 		return 0;
 	p = d->buf + d->pos;
 	n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-	/* An invalid length is "pending" too: the next call reports it. */
-	return n == 0 || n > d->max_frame || d->len - d->pos - 4 >= n;
+	if (n == 0 || n > d->max_frame)
+		return -1;
+	return d->len - d->pos - 4 >= n ? p[4] : 0;
+}
+
+static int64_t now_ms(void);
+
+/* The caller takes the stream back from the pump: what the pump read
+ * beyond its frames comes first. */
+static int reader_enter(struct hsr_client *c)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->rd);
+	c->rd_at = now_ms();
+	if (c->idle.len > c->idle.pos) {
+		rc = hsr_decoder_feed(&c->dec, c->idle.buf + c->idle.pos, c->idle.len - c->idle.pos);
+		c->idle.pos = c->idle.len = 0;
+	}
+	return rc;
+}
+
+static void reader_leave(struct hsr_client *c)
+{
+	c->rd_at = now_ms();
+	pthread_mutex_unlock(&c->rd);
+}
+
+int hsr_client_pending(struct hsr_client *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->rd);
+	c->rd_at = now_ms();
+	/* An invalid length is "pending" too: the next call reports it; and
+	 * so are bytes the pump read, which the next call takes first. */
+	rc = whole_frame(&c->dec) != 0 || c->idle.len > c->idle.pos;
+	pthread_mutex_unlock(&c->rd);
+	return rc;
 }
 
 static int64_t now_ms(void)
@@ -283,7 +331,9 @@ int hsr_client_open(int fd, const uint8_t key[HSR_KEY_LEN], unsigned flags,
 	}
 	c->fd = fd;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->rd, NULL);
 	hsr_decoder_init(&c->dec, HSR_MAX_FRAME);
+	hsr_decoder_init(&c->idle, HSR_MAX_FRAME);
 	if (hsr_random(nonce_c, sizeof(nonce_c)) < 0) {
 		set_err(err, errlen, "runner stream: getrandom: %s", strerror(errno));
 		goto fail;
@@ -370,8 +420,10 @@ void hsr_client_free(struct hsr_client *c)
 		return;
 	close(c->fd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->rd);
 	hsr_buf_free(&c->out);
 	hsr_decoder_free(&c->dec);
+	hsr_decoder_free(&c->idle);
 	free(c->attach);
 	free(c);
 }
@@ -620,6 +672,11 @@ int hsr_client_shutdown(struct hsr_client *c, int64_t grace_ms)
 		m.value = grace_ms < HSR_GRACE_DEFAULT ? (uint64_t)grace_ms : HSR_GRACE_DEFAULT - 1;
 	if (send_msg(c, &m) < 0)
 		return -1;
+	if (reader_enter(c) < 0) {
+		reader_leave(c);
+		errno = ENOMEM;
+		return -1;
+	}
 	for (;;) {
 		int64_t left = end - now_ms();
 		struct hsr_frame f;
@@ -628,24 +685,30 @@ int hsr_client_shutdown(struct hsr_client *c, int64_t grace_ms)
 
 		if (left <= 0) {
 			errno = ETIMEDOUT;
-			return -1;
+			break;
 		}
 		rc = read_frame(c, &f, left > 1000000 ? 1000000 : (int)left, NULL, 0);
 		if (rc == 0)
 			continue;
 		if (rc < 0)
-			return -1;
+			break;
 		/* Output and EXITs of the commands being stopped are dropped. */
 		if (hsr_msg_decode(&f, 1, &r) < 0)
 			continue;
-		if (r.type == HSR_F_OK && r.id == 0)
+		if (r.type == HSR_F_OK && r.id == 0) {
+			reader_leave(c);
 			return 0;
+		}
 		if (r.type == HSR_F_ERROR && r.id == 0) {
 			/* An older daemon does not know the frame type. */
 			errno = r.code == HSR_E_PROTO ? ENOTSUP : EIO;
-			return -1;
+			break;
 		}
 	}
+	int e = errno;
+	reader_leave(c);
+	errno = e;
+	return -1;
 }
 
 static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_event *ev,
@@ -739,8 +802,13 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 	}
 }
 
-int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
-		    char *err, size_t errlen)
+static int is_egress(int type)
+{
+	return type >= HSR_F_EGRESS_CONN && type <= HSR_F_EGRESS_CLOSE;
+}
+
+static int next_locked(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
+		       char *err, size_t errlen)
 {
 	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	struct hsr_frame f;
@@ -758,7 +826,7 @@ int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
 			return -1;
 		}
 		/* Tunnelled connections go to their handler, whoever reads. */
-		if (m.type < HSR_F_EGRESS_CONN || m.type > HSR_F_EGRESS_CLOSE || !c->egress.fn)
+		if (!is_egress(m.type) || !c->egress.fn)
 			return fill_event(c, &m, ev, err, errlen) < 0 ? -1 : 1;
 		c->egress.fn(c->egress.ctx, m.type, m.id, m.data, m.len);
 		if (end >= 0) {
@@ -766,6 +834,81 @@ int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
 			timeout_ms = left > 0 ? (int)left : 0;
 		}
 	}
+}
+
+int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
+		    char *err, size_t errlen)
+{
+	int rc;
+
+	if (reader_enter(c) < 0) {
+		reader_leave(c);
+		set_err(err, errlen, "runner stream: out of memory");
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = next_locked(c, ev, timeout_ms, err, errlen);
+	int e = errno;
+	reader_leave(c);
+	errno = e;
+	return rc;
+}
+
+/* Hands the whole egress frame at the head of d to the handler; 1 if there
+ * was one. */
+static int pump_one(struct hsr_client *c, struct hsr_decoder *d)
+{
+	struct hsr_frame f;
+	struct hsr_msg m;
+	int type = whole_frame(d);
+
+	if (type <= 0 || !is_egress(type) || hsr_decoder_next(d, &f) != 1)
+		return 0;
+	/* A malformed one is dropped; the stream goes on. */
+	if (hsr_msg_decode(&f, 1, &m) == 0)
+		c->egress.fn(c->egress.ctx, m.type, m.id, m.data, m.len);
+	return 1;
+}
+
+int hsr_client_pump(struct hsr_client *c, int idle_ms)
+{
+	int want = 0;
+
+	if (pthread_mutex_trylock(&c->rd) != 0)
+		return 0;
+	if (!c->egress.fn || c->rd_dead || now_ms() - c->rd_at < idle_ms)
+		goto out;
+	/* Egress frames the caller's last read left buffered; they do not move. */
+	while (pump_one(c, &c->dec))
+		;
+	if (c->dec.len > c->dec.pos)
+		goto out; /* the caller's next frame, or part of it: its own */
+	for (;;) {
+		while (pump_one(c, &c->idle))
+			;
+		if (whole_frame(&c->idle) != 0)
+			goto out; /* a frame for the caller (or an invalid one) */
+		if (c->idle.pos == c->idle.len)
+			c->idle.pos = c->idle.len = 0;
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) != 1)
+			break;
+		uint8_t *room = hsr_decoder_reserve(&c->idle, READ_CHUNK);
+		ssize_t n = room ? read(c->fd, room, READ_CHUNK) : -1;
+		if (n > 0) {
+			hsr_decoder_commit(&c->idle, (size_t)n);
+			continue;
+		}
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		/* The end of the stream, or an error: the caller finds it on its next read. */
+		c->rd_dead = 1;
+		goto out;
+	}
+	want = 1;
+out:
+	pthread_mutex_unlock(&c->rd);
+	return want;
 }
 
 void hsr_client_set_egress(struct hsr_client *c, const struct hsr_egress_ops *ops)

@@ -34,6 +34,11 @@
 /* Taken bytes are granted back to the runner in batches of this much. */
 #define CREDIT_BATCH (64u * 1024u)
 #define MAX_TUNS 256
+/* Between commands (nobody has read the stream for this long) the relay
+ * thread reads the stream itself, so a background job's connections move;
+ * while the stream is in use, it looks again this often. */
+#define IDLE_MS 1500
+#define IDLE_CHECK_MS 250
 
 const char *const hs_egress_env_names[HS_EGRESS_ENV_MAX] = {
 	"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy",
@@ -490,12 +495,16 @@ static void *
 relay_main(void *arg)
 {
 	struct hs_egress_relay *r = arg;
-	struct pollfd pfd[MAX_TUNS + 1];
-	struct tun *who[MAX_TUNS + 1];
+	struct pollfd pfd[MAX_TUNS + 2];
+	struct tun *who[MAX_TUNS + 2];
 
 	for (;;) {
 		size_t n = 0;
+		/* Idle stream: take its egress frames here (on_frame, as from any reader). */
+		int pump = hsr_client_pump(r->rc, IDLE_MS);
 		pfd[n] = (struct pollfd){ .fd = r->wake[0], .events = POLLIN };
+		who[n++] = NULL;
+		pfd[n] = (struct pollfd){ .fd = pump ? hsr_client_fd(r->rc) : -1, .events = POLLIN };
 		who[n++] = NULL;
 		pthread_mutex_lock(&r->mu);
 		if (r->stop) {
@@ -510,7 +519,7 @@ relay_main(void *arg)
 			who[n++] = t;
 		}
 		pthread_mutex_unlock(&r->mu);
-		if (poll(pfd, n, 1000) < 0 && errno != EINTR)
+		if (poll(pfd, n, pump ? 1000 : IDLE_CHECK_MS) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN) {
 			char buf[256];
@@ -526,7 +535,7 @@ relay_main(void *arg)
 		pthread_mutex_unlock(&r->mu);
 		for (size_t i = 0; i < k; i++) {
 			const struct pollfd *p = NULL;
-			for (size_t j = 1; j < n; j++)
+			for (size_t j = 2; j < n; j++)
 				if (who[j] == list[i])
 					p = &pfd[j];
 			if (step(r, list[i], p) < 0)
