@@ -10,10 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define HELLO_TIMEOUT_MS 30000
+/* The largest EGRESS_DATA frame sent: big frames, few trips for bulk data. */
+#define EGRESS_FRAME (1024u * 1024u)
 /* How long hsr_client_shutdown() waits beyond the grace it asked for. */
 #define SHUTDOWN_WAIT_MS 30000
 
@@ -923,15 +926,77 @@ int hsr_client_egress_listen(struct hsr_client *c, uint64_t token)
 	return send_msg(c, &m);
 }
 
+/* Writes the frame head built in c->out, then n bytes of p, without copying
+ * them into c->out; the caller holds c->lock. */
+static int write_head_data(struct hsr_client *c, const uint8_t *p, size_t n)
+{
+	struct iovec iov[2] = { { c->out.data, c->out.len }, { (void *)p, n } };
+	struct iovec *v = iov;
+	int nv = 2;
+
+	while (nv) {
+		ssize_t w;
+
+		if (!c->not_socket) {
+			struct msghdr mh = { .msg_iov = v, .msg_iovlen = (size_t)nv };
+
+			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+			if (w < 0 && errno == ENOTSOCK) {
+				c->not_socket = 1;
+				continue;
+			}
+		} else {
+			w = writev(c->fd, v, nv);
+		}
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+
+				poll(&pfd, 1, -1);
+				continue;
+			}
+			c->out.len = 0;
+			return -1;
+		}
+		while (nv && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++;
+			nv--;
+		}
+		if (nv) {
+			v->iov_base = (uint8_t *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	c->out.len = 0;
+	return 0;
+}
+
 int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
 	do {
-		size_t n = len > 4 * HSR_CHUNK ? 4 * HSR_CHUNK : len;
-		struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn, .data = p, .len = n };
+		size_t n = len > EGRESS_FRAME ? EGRESS_FRAME : len;
+		/* The head alone, its length then made to count the bytes. */
+		struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn };
+		int rc;
 
-		if (send_msg(c, &m) < 0)
+		pthread_mutex_lock(&c->lock);
+		hsr_msg_encode(&c->out, &m, 0);
+		if (c->out.failed || c->out.len < 4) {
+			rc = flush_locked(c);
+		} else {
+			uint32_t fl = (uint32_t)(c->out.len - 4 + n);
+
+			for (int i = 0; i < 4; i++)
+				c->out.data[i] = (uint8_t)(fl >> (8 * i));
+			rc = write_head_data(c, p, n);
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (rc < 0)
 			return -1;
 		p += n;
 		len -= n;

@@ -81,7 +81,7 @@ struct hs_egress_relay {
 	unsigned n;
 	int wake[2];
 	int stop;
-	char buf[4 * HSR_CHUNK]; /* the relay thread's read buffer */
+	char buf[1024 * 1024]; /* the relay thread's read buffer: one EGRESS_DATA frame */
 };
 
 static struct tun *
