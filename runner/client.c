@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* hs-runner client: the core's side of one runner stream. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* splice */
+#endif
 #include "client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -24,6 +28,7 @@ struct hsr_client {
 	int fd;
 	int not_socket;
 	int not_sock;         /* the reader's: recv() said ENOTSOCK (the reader thread only) */
+	int no_splice;        /* splice() to fd is refused: EGRESS_DATA through a buffer */
 	pthread_mutex_t lock; /* serialises senders; guards out and not_socket */
 	struct hsr_buf out;
 	struct hsr_decoder dec;
@@ -974,27 +979,35 @@ static int write_head_data(struct hsr_client *c, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* Builds the head of an EGRESS_DATA frame of n bytes in c->out; 0, or -1
+ * (out of memory).  The caller holds c->lock. */
+static int egress_head(struct hsr_client *c, uint64_t conn, size_t n)
+{
+	/* The head alone, its length then made to count the bytes. */
+	struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn };
+
+	hsr_msg_encode(&c->out, &m, 0);
+	if (c->out.failed || c->out.len < 4) {
+		hsr_buf_free(&c->out);
+		errno = ENOMEM;
+		return -1;
+	}
+	uint32_t fl = (uint32_t)(c->out.len - 4 + n);
+	for (int i = 0; i < 4; i++)
+		c->out.data[i] = (uint8_t)(fl >> (8 * i));
+	return 0;
+}
+
 int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
 	do {
 		size_t n = len > EGRESS_FRAME ? EGRESS_FRAME : len;
-		/* The head alone, its length then made to count the bytes. */
-		struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn };
 		int rc;
 
 		pthread_mutex_lock(&c->lock);
-		hsr_msg_encode(&c->out, &m, 0);
-		if (c->out.failed || c->out.len < 4) {
-			rc = flush_locked(c);
-		} else {
-			uint32_t fl = (uint32_t)(c->out.len - 4 + n);
-
-			for (int i = 0; i < 4; i++)
-				c->out.data[i] = (uint8_t)(fl >> (8 * i));
-			rc = write_head_data(c, p, n);
-		}
+		rc = egress_head(c, conn, n) < 0 ? -1 : write_head_data(c, p, n);
 		pthread_mutex_unlock(&c->lock);
 		if (rc < 0)
 			return -1;
@@ -1002,6 +1015,51 @@ int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf,
 		len -= n;
 	} while (len);
 	return 0;
+}
+
+int hsr_client_egress_splice(struct hsr_client *c, uint64_t conn, int pipe_fd, size_t len)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (egress_head(c, conn, len) < 0 || flush_locked(c) < 0) {
+		rc = -1;
+		goto out;
+	}
+	while (len) {
+		if (!c->no_splice) {
+			ssize_t n = splice(pipe_fd, NULL, c->fd, NULL, len, SPLICE_F_MOVE);
+
+			if (n > 0) {
+				len -= (size_t)n;
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN) {
+				struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+
+				poll(&pfd, 1, -1);
+				continue;
+			}
+			if (n == 0 || errno != EINVAL) {
+				rc = -1;
+				break;
+			}
+			/* The stream takes no splice: through a buffer, the frame already begun. */
+			c->no_splice = 1;
+		}
+		uint8_t buf[16384];
+		ssize_t r = read(pipe_fd, buf, len < sizeof(buf) ? len : sizeof(buf));
+		if (r <= 0 || write_all(c, buf, (size_t)r) < 0) {
+			rc = -1;
+			break;
+		}
+		len -= (size_t)r;
+	}
+out:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 int hsr_client_egress_end(struct hsr_client *c, uint64_t conn, int close_it)

@@ -177,6 +177,10 @@ void hsr_client_set_egress(struct hsr_client *c, const struct hsr_egress_ops *op
 int hsr_client_pump(struct hsr_client *c, int idle_ms);
 /* Bytes for a tunnelled connection (chunked), from any thread. */
 int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf, size_t len);
+/* len bytes waiting in the pipe pipe_fd for conn, as one EGRESS_DATA frame
+ * moved by splice(2) (no copy through this process where the stream allows
+ * it); from any thread.  On -1 the pipe may still hold some of them. */
+int hsr_client_egress_splice(struct hsr_client *c, uint64_t conn, int pipe_fd, size_t len);
 /* No more bytes for conn (EGRESS_EOF), or close it (close_it: EGRESS_CLOSE). */
 int hsr_client_egress_end(struct hsr_client *c, uint64_t conn, int close_it);
 
