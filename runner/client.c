@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* hs-runner client: the core's side of one runner stream. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* splice */
+#endif
 #include "client.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,10 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define HELLO_TIMEOUT_MS 30000
+/* The largest EGRESS_DATA frame sent: big frames, few trips for bulk data. */
+#define EGRESS_FRAME (1024u * 1024u)
 /* How long hsr_client_shutdown() waits beyond the grace it asked for. */
 #define SHUTDOWN_WAIT_MS 30000
 
@@ -21,6 +28,7 @@ struct hsr_client {
 	int fd;
 	int not_socket;
 	int not_sock;         /* the reader's: recv() said ENOTSOCK (the reader thread only) */
+	int no_splice;        /* splice() to fd is refused: EGRESS_DATA through a buffer */
 	pthread_mutex_t lock; /* serialises senders; guards out and not_socket */
 	struct hsr_buf out;
 	struct hsr_decoder dec;
@@ -29,6 +37,16 @@ struct hsr_client {
 	char instance[40];
 	struct hsr_attach_entry *attach;
 	struct hsr_egress_ops egress; /* handler of tunnelled connections (egress.fn NULL: none) */
+	/* The reader: whoever holds rd reads the stream.  hsr_client_next() and
+	 * friends hold it throughout; between them, once the caller has left the
+	 * stream alone for a while (rd_at), hsr_client_pump() may take egress
+	 * frames from it, reading into idle (never moving dec's bytes, which
+	 * the last event may point into); what it read beyond them goes to dec
+	 * when the caller reads again. */
+	pthread_mutex_t rd;
+	int64_t rd_at;        /* when the caller last read or asked (CLOCK_MONOTONIC ms) */
+	int rd_dead;          /* the pump saw the stream end: it leaves it to the caller */
+	struct hsr_decoder idle;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -121,9 +139,10 @@ const char *hsr_client_peer_version(const struct hsr_client *c)
 	return c->peer;
 }
 
-int hsr_client_pending(const struct hsr_client *c)
+/* The type of the next frame buffered in d if it is whole, 0 if it is not,
+ * -1 if its length is invalid. */
+static int whole_frame(const struct hsr_decoder *d)
 {
-	const struct hsr_decoder *d = &c->dec;
 	const uint8_t *p;
 	uint32_t n;
 
@@ -131,8 +150,45 @@ int hsr_client_pending(const struct hsr_client *c)
 		return 0;
 	p = d->buf + d->pos;
 	n = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-	/* An invalid length is "pending" too: the next call reports it. */
-	return n == 0 || n > d->max_frame || d->len - d->pos - 4 >= n;
+	if (n == 0 || n > d->max_frame)
+		return -1;
+	return d->len - d->pos - 4 >= n ? p[4] : 0;
+}
+
+static int64_t now_ms(void);
+
+/* The caller takes the stream back from the pump: what the pump read
+ * beyond its frames comes first. */
+static int reader_enter(struct hsr_client *c)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->rd);
+	c->rd_at = now_ms();
+	if (c->idle.len > c->idle.pos) {
+		rc = hsr_decoder_feed(&c->dec, c->idle.buf + c->idle.pos, c->idle.len - c->idle.pos);
+		c->idle.pos = c->idle.len = 0;
+	}
+	return rc;
+}
+
+static void reader_leave(struct hsr_client *c)
+{
+	c->rd_at = now_ms();
+	pthread_mutex_unlock(&c->rd);
+}
+
+int hsr_client_pending(struct hsr_client *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->rd);
+	c->rd_at = now_ms();
+	/* An invalid length is "pending" too: the next call reports it; and
+	 * so are bytes the pump read, which the next call takes first. */
+	rc = whole_frame(&c->dec) != 0 || c->idle.len > c->idle.pos;
+	pthread_mutex_unlock(&c->rd);
+	return rc;
 }
 
 static int64_t now_ms(void)
@@ -283,7 +339,9 @@ int hsr_client_open(int fd, const uint8_t key[HSR_KEY_LEN], unsigned flags,
 	}
 	c->fd = fd;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->rd, NULL);
 	hsr_decoder_init(&c->dec, HSR_MAX_FRAME);
+	hsr_decoder_init(&c->idle, HSR_MAX_FRAME);
 	if (hsr_random(nonce_c, sizeof(nonce_c)) < 0) {
 		set_err(err, errlen, "runner stream: getrandom: %s", strerror(errno));
 		goto fail;
@@ -370,8 +428,10 @@ void hsr_client_free(struct hsr_client *c)
 		return;
 	close(c->fd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->rd);
 	hsr_buf_free(&c->out);
 	hsr_decoder_free(&c->dec);
+	hsr_decoder_free(&c->idle);
 	free(c->attach);
 	free(c);
 }
@@ -620,6 +680,11 @@ int hsr_client_shutdown(struct hsr_client *c, int64_t grace_ms)
 		m.value = grace_ms < HSR_GRACE_DEFAULT ? (uint64_t)grace_ms : HSR_GRACE_DEFAULT - 1;
 	if (send_msg(c, &m) < 0)
 		return -1;
+	if (reader_enter(c) < 0) {
+		reader_leave(c);
+		errno = ENOMEM;
+		return -1;
+	}
 	for (;;) {
 		int64_t left = end - now_ms();
 		struct hsr_frame f;
@@ -628,24 +693,30 @@ int hsr_client_shutdown(struct hsr_client *c, int64_t grace_ms)
 
 		if (left <= 0) {
 			errno = ETIMEDOUT;
-			return -1;
+			break;
 		}
 		rc = read_frame(c, &f, left > 1000000 ? 1000000 : (int)left, NULL, 0);
 		if (rc == 0)
 			continue;
 		if (rc < 0)
-			return -1;
+			break;
 		/* Output and EXITs of the commands being stopped are dropped. */
 		if (hsr_msg_decode(&f, 1, &r) < 0)
 			continue;
-		if (r.type == HSR_F_OK && r.id == 0)
+		if (r.type == HSR_F_OK && r.id == 0) {
+			reader_leave(c);
 			return 0;
+		}
 		if (r.type == HSR_F_ERROR && r.id == 0) {
 			/* An older daemon does not know the frame type. */
 			errno = r.code == HSR_E_PROTO ? ENOTSUP : EIO;
-			return -1;
+			break;
 		}
 	}
+	int e = errno;
+	reader_leave(c);
+	errno = e;
+	return -1;
 }
 
 static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_event *ev,
@@ -739,8 +810,13 @@ static int fill_event(struct hsr_client *c, const struct hsr_msg *m, struct hsr_
 	}
 }
 
-int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
-		    char *err, size_t errlen)
+static int is_egress(int type)
+{
+	return type >= HSR_F_EGRESS_CONN && type <= HSR_F_EGRESS_CLOSE;
+}
+
+static int next_locked(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
+		       char *err, size_t errlen)
 {
 	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	struct hsr_frame f;
@@ -758,7 +834,7 @@ int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
 			return -1;
 		}
 		/* Tunnelled connections go to their handler, whoever reads. */
-		if (m.type < HSR_F_EGRESS_CONN || m.type > HSR_F_EGRESS_CLOSE || !c->egress.fn)
+		if (!is_egress(m.type) || !c->egress.fn)
 			return fill_event(c, &m, ev, err, errlen) < 0 ? -1 : 1;
 		c->egress.fn(c->egress.ctx, m.type, m.id, m.data, m.len);
 		if (end >= 0) {
@@ -766,6 +842,81 @@ int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
 			timeout_ms = left > 0 ? (int)left : 0;
 		}
 	}
+}
+
+int hsr_client_next(struct hsr_client *c, struct hsr_event *ev, int timeout_ms,
+		    char *err, size_t errlen)
+{
+	int rc;
+
+	if (reader_enter(c) < 0) {
+		reader_leave(c);
+		set_err(err, errlen, "runner stream: out of memory");
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = next_locked(c, ev, timeout_ms, err, errlen);
+	int e = errno;
+	reader_leave(c);
+	errno = e;
+	return rc;
+}
+
+/* Hands the whole egress frame at the head of d to the handler; 1 if there
+ * was one. */
+static int pump_one(struct hsr_client *c, struct hsr_decoder *d)
+{
+	struct hsr_frame f;
+	struct hsr_msg m;
+	int type = whole_frame(d);
+
+	if (type <= 0 || !is_egress(type) || hsr_decoder_next(d, &f) != 1)
+		return 0;
+	/* A malformed one is dropped; the stream goes on. */
+	if (hsr_msg_decode(&f, 1, &m) == 0)
+		c->egress.fn(c->egress.ctx, m.type, m.id, m.data, m.len);
+	return 1;
+}
+
+int hsr_client_pump(struct hsr_client *c, int idle_ms)
+{
+	int want = 0;
+
+	if (pthread_mutex_trylock(&c->rd) != 0)
+		return 0;
+	if (!c->egress.fn || c->rd_dead || now_ms() - c->rd_at < idle_ms)
+		goto out;
+	/* Egress frames the caller's last read left buffered; they do not move. */
+	while (pump_one(c, &c->dec))
+		;
+	if (c->dec.len > c->dec.pos)
+		goto out; /* the caller's next frame, or part of it: its own */
+	for (;;) {
+		while (pump_one(c, &c->idle))
+			;
+		if (whole_frame(&c->idle) != 0)
+			goto out; /* a frame for the caller (or an invalid one) */
+		if (c->idle.pos == c->idle.len)
+			c->idle.pos = c->idle.len = 0;
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) != 1)
+			break;
+		uint8_t *room = hsr_decoder_reserve(&c->idle, READ_CHUNK);
+		ssize_t n = room ? read(c->fd, room, READ_CHUNK) : -1;
+		if (n > 0) {
+			hsr_decoder_commit(&c->idle, (size_t)n);
+			continue;
+		}
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		/* The end of the stream, or an error: the caller finds it on its next read. */
+		c->rd_dead = 1;
+		goto out;
+	}
+	want = 1;
+out:
+	pthread_mutex_unlock(&c->rd);
+	return want;
 }
 
 void hsr_client_set_egress(struct hsr_client *c, const struct hsr_egress_ops *ops)
@@ -780,20 +931,135 @@ int hsr_client_egress_listen(struct hsr_client *c, uint64_t token)
 	return send_msg(c, &m);
 }
 
+/* Writes the frame head built in c->out, then n bytes of p, without copying
+ * them into c->out; the caller holds c->lock. */
+static int write_head_data(struct hsr_client *c, const uint8_t *p, size_t n)
+{
+	struct iovec iov[2] = { { c->out.data, c->out.len }, { (void *)p, n } };
+	struct iovec *v = iov;
+	int nv = 2;
+
+	while (nv) {
+		ssize_t w;
+
+		if (!c->not_socket) {
+			struct msghdr mh = { .msg_iov = v, .msg_iovlen = (size_t)nv };
+
+			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+			if (w < 0 && errno == ENOTSOCK) {
+				c->not_socket = 1;
+				continue;
+			}
+		} else {
+			w = writev(c->fd, v, nv);
+		}
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+
+				poll(&pfd, 1, -1);
+				continue;
+			}
+			c->out.len = 0;
+			return -1;
+		}
+		while (nv && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++;
+			nv--;
+		}
+		if (nv) {
+			v->iov_base = (uint8_t *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	c->out.len = 0;
+	return 0;
+}
+
+/* Builds the head of an EGRESS_DATA frame of n bytes in c->out; 0, or -1
+ * (out of memory).  The caller holds c->lock. */
+static int egress_head(struct hsr_client *c, uint64_t conn, size_t n)
+{
+	/* The head alone, its length then made to count the bytes. */
+	struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn };
+
+	hsr_msg_encode(&c->out, &m, 0);
+	if (c->out.failed || c->out.len < 4) {
+		hsr_buf_free(&c->out);
+		errno = ENOMEM;
+		return -1;
+	}
+	uint32_t fl = (uint32_t)(c->out.len - 4 + n);
+	for (int i = 0; i < 4; i++)
+		c->out.data[i] = (uint8_t)(fl >> (8 * i));
+	return 0;
+}
+
 int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
 	do {
-		size_t n = len > 4 * HSR_CHUNK ? 4 * HSR_CHUNK : len;
-		struct hsr_msg m = { .type = HSR_F_EGRESS_DATA, .id = conn, .data = p, .len = n };
+		size_t n = len > EGRESS_FRAME ? EGRESS_FRAME : len;
+		int rc;
 
-		if (send_msg(c, &m) < 0)
+		pthread_mutex_lock(&c->lock);
+		rc = egress_head(c, conn, n) < 0 ? -1 : write_head_data(c, p, n);
+		pthread_mutex_unlock(&c->lock);
+		if (rc < 0)
 			return -1;
 		p += n;
 		len -= n;
 	} while (len);
 	return 0;
+}
+
+int hsr_client_egress_splice(struct hsr_client *c, uint64_t conn, int pipe_fd, size_t len)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (egress_head(c, conn, len) < 0 || flush_locked(c) < 0) {
+		rc = -1;
+		goto out;
+	}
+	while (len) {
+		if (!c->no_splice) {
+			ssize_t n = splice(pipe_fd, NULL, c->fd, NULL, len, SPLICE_F_MOVE);
+
+			if (n > 0) {
+				len -= (size_t)n;
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN) {
+				struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+
+				poll(&pfd, 1, -1);
+				continue;
+			}
+			if (n == 0 || errno != EINVAL) {
+				rc = -1;
+				break;
+			}
+			/* The stream takes no splice: through a buffer, the frame already begun. */
+			c->no_splice = 1;
+		}
+		uint8_t buf[16384];
+		ssize_t r = read(pipe_fd, buf, len < sizeof(buf) ? len : sizeof(buf));
+		if (r <= 0 || write_all(c, buf, (size_t)r) < 0) {
+			rc = -1;
+			break;
+		}
+		len -= (size_t)r;
+	}
+out:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 int hsr_client_egress_end(struct hsr_client *c, uint64_t conn, int close_it)

@@ -41,7 +41,7 @@ void hsr_client_free(struct hsr_client *c);
 int hsr_client_fd(const struct hsr_client *c);
 /* Returns 1 when a whole event is already buffered, so that a caller
  * polling hsr_client_fd() must not sleep. */
-int hsr_client_pending(const struct hsr_client *c);
+int hsr_client_pending(struct hsr_client *c);
 /* Returns the protocol version agreed in the handshake. */
 uint32_t hsr_client_version(const struct hsr_client *c);
 /* Returns the daemon's software version string from its HELLO. */
@@ -165,8 +165,22 @@ struct hsr_egress_ops {
 	void (*fn)(void *ctx, int type, uint64_t conn, const void *data, size_t len);
 };
 void hsr_client_set_egress(struct hsr_client *c, const struct hsr_egress_ops *ops);
+/*
+ * For the handler's own thread, so that tunnelled connections move while
+ * nobody calls hsr_client_next() (between commands): when the caller has
+ * left the stream alone for idle_ms, hands the egress frames already there
+ * to fn without blocking, and stops at the first other frame, which stays
+ * for hsr_client_next().  Returns 1 when the caller of this should poll
+ * hsr_client_fd() for more and call again, 0 when not (the stream is in
+ * use, holds another frame or ended): call again in a while.
+ */
+int hsr_client_pump(struct hsr_client *c, int idle_ms);
 /* Bytes for a tunnelled connection (chunked), from any thread. */
 int hsr_client_egress_data(struct hsr_client *c, uint64_t conn, const void *buf, size_t len);
+/* len bytes waiting in the pipe pipe_fd for conn, as one EGRESS_DATA frame
+ * moved by splice(2) (no copy through this process where the stream allows
+ * it); from any thread.  On -1 the pipe may still hold some of them. */
+int hsr_client_egress_splice(struct hsr_client *c, uint64_t conn, int pipe_fd, size_t len);
 /* No more bytes for conn (EGRESS_EOF), or close it (close_it: EGRESS_CLOSE). */
 int hsr_client_egress_end(struct hsr_client *c, uint64_t conn, int close_it);
 

@@ -387,18 +387,22 @@ static void dispatch(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr_
 /* Returns -1 when the connection is finished. */
 static int conn_read(struct hsr_daemon *d, struct hsr_conn *c)
 {
-	static uint8_t buf[4 * HSR_CHUNK]; /* big reads: fewer trips round the loop for bulk data */
+	/* Big reads (fewer trips round the loop for bulk data), straight into the decoder. */
+	uint8_t *room = hsr_decoder_reserve(&c->dec, 4 * HSR_CHUNK);
 	struct hsr_frame f;
 	ssize_t n;
 	int rc;
 
+	if (!room)
+		return -1;
 	do
-		n = read(c->fd, buf, sizeof(buf));
+		n = read(c->fd, room, 4 * HSR_CHUNK);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -1;
-	if (n == 0 || hsr_decoder_feed(&c->dec, buf, (size_t)n) < 0)
+	if (n == 0)
 		return -1;
+	hsr_decoder_commit(&c->dec, (size_t)n);
 	while (!c->closing && (rc = hsr_decoder_next(&c->dec, &f)) != 0) {
 		if (rc < 0) {
 			hsr_conn_error(c, 0, HSR_E_PROTO, "invalid frame length");

@@ -28,7 +28,8 @@ struct hsr_tun {
 	struct hsr_tun *next;
 	uint64_t id;
 	int fd;
-	struct hsr_buf out;  /* from the core, to the socket */
+	struct hsr_buf out;  /* from the core, to the socket: bytes from out_off on */
+	size_t out_off;      /* written already (moved out only when more is put) */
 	int rd_eof;          /* the socket said EOF (EGRESS_EOF sent) */
 	int wr_eof;          /* the core said EOF: shut the socket's write side once out is empty */
 	int close_after;     /* the core said CLOSE: close once out is written */
@@ -74,6 +75,23 @@ static void tun_close(struct hsr_egress *e, struct hsr_tun *t, int tell)
 }
 
 static int tun_write(struct hsr_egress *e, struct hsr_tun *t, int64_t now);
+
+/* Bytes from the core not yet written to t's socket. */
+static size_t out_left(const struct hsr_tun *t)
+{
+	return t->out.len - t->out_off;
+}
+
+/* Queues n bytes for t's socket; what was written goes first, so a busy
+ * connection does not move its whole queue on every partial write. */
+static void out_put(struct hsr_tun *t, const uint8_t *p, size_t n)
+{
+	if (t->out_off) {
+		hsr_buf_consume(&t->out, t->out_off);
+		t->out_off = 0;
+	}
+	hsr_buf_put(&t->out, p, n);
+}
 
 void hsr_egress_listen(struct hsr_daemon *d, struct hsr_conn *c, uint64_t token)
 {
@@ -133,7 +151,7 @@ void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr
 	case HSR_F_EGRESS_DATA:
 		if (t->wr_eof)
 			break;
-		if (t->out.len == 0) {
+		if (out_left(t) == 0) {
 			/* Straight from the frame to the socket; only the rest is kept. */
 			ssize_t n = send(t->fd, m->data, m->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 			size_t done = n > 0 ? (size_t)n : 0;
@@ -145,9 +163,9 @@ void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr
 			}
 			if (done == m->len)
 				break;
-			hsr_buf_put(&t->out, m->data + done, m->len - done);
+			out_put(t, m->data + done, m->len - done);
 		} else {
-			hsr_buf_put(&t->out, m->data, m->len);
+			out_put(t, m->data, m->len);
 		}
 		if (t->out.failed)
 			tun_close(e, t, 1);
@@ -156,12 +174,12 @@ void hsr_egress_frame(struct hsr_daemon *d, struct hsr_conn *c, const struct hsr
 		break;
 	case HSR_F_EGRESS_EOF:
 		t->wr_eof = 1;
-		if (t->out.len == 0)
+		if (out_left(t) == 0)
 			shutdown(t->fd, SHUT_WR);
 		break;
 	case HSR_F_EGRESS_CLOSE:
 		/* What the core sent before (a refusal's answer) still reaches the client. */
-		if (t->out.len == 0) {
+		if (out_left(t) == 0) {
 			tun_close(e, t, 0);
 		} else {
 			t->wr_eof = 1;
@@ -194,7 +212,7 @@ int64_t hsr_egress_hold(const struct hsr_daemon *d, const struct hsr_conn *c, in
 	if (!e || e->owner != c)
 		return -1;
 	for (const struct hsr_tun *t = e->tuns; t; t = t->next)
-		if (t->out.len > EGRESS_HIGH) {
+		if (out_left(t) > EGRESS_HIGH) {
 			int64_t until = t->moved_at + EGRESS_STALL_MS;
 			return until > now ? until : now;
 		}
@@ -219,7 +237,7 @@ int hsr_egress_pollfds(struct hsr_daemon *d, struct pollfd *pfd, int max)
 		 * throttles the connection, not the daemon's memory. */
 		int rd = !t->rd_eof && t->credit && e->owner && e->owner->out.len < HSR_OUT_HIGH;
 		pfd[n++] = (struct pollfd){ .fd = t->fd,
-			.events = (short)((rd ? POLLIN : 0) | (t->out.len ? POLLOUT : 0)) };
+			.events = (short)((rd ? POLLIN : 0) | (out_left(t) ? POLLOUT : 0)) };
 	}
 	return n;
 }
@@ -279,8 +297,8 @@ static int tun_read(struct hsr_egress *e, struct hsr_tun *t)
 /* Core to socket; 0, or -1 when t was closed. */
 static int tun_write(struct hsr_egress *e, struct hsr_tun *t, int64_t now)
 {
-	while (t->out.len) {
-		ssize_t n = send(t->fd, t->out.data, t->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (out_left(t)) {
+		ssize_t n = send(t->fd, t->out.data + t->out_off, out_left(t), MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -290,21 +308,23 @@ static int tun_write(struct hsr_egress *e, struct hsr_tun *t, int64_t now)
 			tun_close(e, t, 1);
 			return -1;
 		}
-		hsr_buf_consume(&t->out, (size_t)n);
+		t->out_off += (size_t)n;
+		if (t->out_off == t->out.len)
+			t->out.len = t->out_off = 0;
 		t->moved_at = now;
 	}
-	if (t->out.len > EGRESS_HIGH && now - t->moved_at > EGRESS_STALL_MS) {
+	if (out_left(t) > EGRESS_HIGH && now - t->moved_at > EGRESS_STALL_MS) {
 		tun_close(e, t, 1);
 		return -1;
 	}
-	if (t->out.len == 0 && t->close_after) {
+	if (out_left(t) == 0 && t->close_after) {
 		tun_close(e, t, 0);
 		return -1;
 	}
-	if (t->out.len == 0 && t->wr_eof)
+	if (out_left(t) == 0 && t->wr_eof)
 		shutdown(t->fd, SHUT_WR);
 	/* Both ways done: nothing more can pass. */
-	if (t->out.len == 0 && t->wr_eof && t->rd_eof) {
+	if (out_left(t) == 0 && t->wr_eof && t->rd_eof) {
 		tun_close(e, t, 1);
 		return -1;
 	}
@@ -347,7 +367,7 @@ void hsr_egress_io(struct hsr_daemon *d, const struct pollfd *pfd, int n)
 	/* Stalled writers are found by the hold timer even without events. */
 	for (struct hsr_tun *t = e->tuns, *next; t; t = next) {
 		next = t->next;
-		if (t->out.len > EGRESS_HIGH && now - t->moved_at > EGRESS_STALL_MS)
+		if (out_left(t) > EGRESS_HIGH && now - t->moved_at > EGRESS_STALL_MS)
 			tun_close(e, t, 1);
 	}
 	if (pfd[0].revents & POLLIN)

@@ -28,5 +28,5 @@ TESTS += tests/egress/refusals.test
 EXTRA_DIST += tests/egress/refusals.test tests/fuzz/corpus/egress
 
 # Enforcement by construction on hs run --isolate and docker, on loopback test servers.
-TESTS += tests/egress/isolate.test tests/egress/docker.test
-EXTRA_DIST += tests/egress/isolate.test tests/egress/docker.test tests/egress/lib.sh
+TESTS += tests/egress/isolate.test tests/egress/docker.test tests/egress/background.test
+EXTRA_DIST += tests/egress/isolate.test tests/egress/docker.test tests/egress/background.test tests/egress/lib.sh

@@ -34,6 +34,11 @@
 /* Taken bytes are granted back to the runner in batches of this much. */
 #define CREDIT_BATCH (64u * 1024u)
 #define MAX_TUNS 256
+/* Between commands (nobody has read the stream for this long) the relay
+ * thread reads the stream itself, so a background job's connections move;
+ * while the stream is in use, it looks again this often. */
+#define IDLE_MS 1500
+#define IDLE_CHECK_MS 250
 
 const char *const hs_egress_env_names[HS_EGRESS_ENV_MAX] = {
 	"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy",
@@ -75,8 +80,10 @@ struct hs_egress_relay {
 	struct tun *tuns;
 	unsigned n;
 	int wake[2];
+	int pipe[2];         /* for splice(2) from servers to the stream; -1: recv instead */
+	size_t pipe_size;
 	int stop;
-	char buf[4 * HSR_CHUNK]; /* the relay thread's read buffer */
+	char buf[1024 * 1024]; /* the relay thread's read buffer: one EGRESS_DATA frame */
 };
 
 static struct tun *
@@ -94,6 +101,24 @@ wake(struct hs_egress_relay *r)
 	char c = 1;
 	ssize_t n = write(r->wake[1], &c, 1);
 	(void)n; /* a full pipe already wakes the thread */
+}
+
+static void
+pipe_close(struct hs_egress_relay *r)
+{
+	if (r->pipe[0] >= 0) {
+		close(r->pipe[0]);
+		close(r->pipe[1]);
+	}
+	r->pipe[0] = r->pipe[1] = -1;
+}
+
+/* What a failed send left in the pipe is not the next connection's. */
+static void
+pipe_empty(struct hs_egress_relay *r)
+{
+	while (r->pipe[0] >= 0 && read(r->pipe[0], r->buf, sizeof(r->buf)) > 0)
+		;
 }
 
 /* The frame handler: runs on the stream's reading thread; never blocks. */
@@ -447,7 +472,26 @@ step(struct hs_egress_relay *r, struct tun *t, const struct pollfd *p)
 	/* A few reads per wake-up, so one busy download does not pay a poll per chunk. */
 	for (int k = 0; k < 8 && p && (p->revents & (POLLIN | POLLHUP | POLLERR)) && !t->server_eof;
 	     k++) {
-		ssize_t n = recv(t->fd, r->buf, sizeof(r->buf), MSG_DONTWAIT);
+		ssize_t n;
+		if (r->pipe[0] >= 0) {
+			/* Server to pipe to stream: the bytes are not copied through here. */
+			n = splice(t->fd, NULL, r->pipe[1], NULL, r->pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				t->bytes_in += (uint64_t)n;
+				if (hsr_client_egress_splice(r->rc, t->id, r->pipe[0], (size_t)n) < 0) {
+					pipe_empty(r);
+					t->sandbox_closed = 1;
+					break;
+				}
+				continue;
+			}
+			if (n < 0 && errno == EINVAL) {
+				pipe_close(r); /* no splice from this socket: recv from now on */
+				continue;
+			}
+		} else {
+			n = recv(t->fd, r->buf, sizeof(r->buf), MSG_DONTWAIT);
+		}
 		if (n > 0) {
 			t->bytes_in += (uint64_t)n;
 			if (hsr_client_egress_data(r->rc, t->id, r->buf, (size_t)n) < 0) {
@@ -490,12 +534,16 @@ static void *
 relay_main(void *arg)
 {
 	struct hs_egress_relay *r = arg;
-	struct pollfd pfd[MAX_TUNS + 1];
-	struct tun *who[MAX_TUNS + 1];
+	struct pollfd pfd[MAX_TUNS + 2];
+	struct tun *who[MAX_TUNS + 2];
 
 	for (;;) {
 		size_t n = 0;
+		/* Idle stream: take its egress frames here (on_frame, as from any reader). */
+		int pump = hsr_client_pump(r->rc, IDLE_MS);
 		pfd[n] = (struct pollfd){ .fd = r->wake[0], .events = POLLIN };
+		who[n++] = NULL;
+		pfd[n] = (struct pollfd){ .fd = pump ? hsr_client_fd(r->rc) : -1, .events = POLLIN };
 		who[n++] = NULL;
 		pthread_mutex_lock(&r->mu);
 		if (r->stop) {
@@ -510,7 +558,7 @@ relay_main(void *arg)
 			who[n++] = t;
 		}
 		pthread_mutex_unlock(&r->mu);
-		if (poll(pfd, n, 1000) < 0 && errno != EINTR)
+		if (poll(pfd, n, pump ? 1000 : IDLE_CHECK_MS) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN) {
 			char buf[256];
@@ -526,7 +574,7 @@ relay_main(void *arg)
 		pthread_mutex_unlock(&r->mu);
 		for (size_t i = 0; i < k; i++) {
 			const struct pollfd *p = NULL;
-			for (size_t j = 1; j < n; j++)
+			for (size_t j = 2; j < n; j++)
 				if (who[j] == list[i])
 					p = &pfd[j];
 			if (step(r, list[i], p) < 0)
@@ -548,6 +596,7 @@ hs_egress_relay_start(struct hs_egress_relay **out, struct hsr_client *rc,
 	r->audit = o->audit;
 	r->audit_ctx = o->audit_ctx;
 	r->wake[0] = r->wake[1] = -1;
+	r->pipe[0] = r->pipe[1] = -1;
 	r->rules.r = calloc(o->rules->n ? o->rules->n : 1, sizeof(*r->rules.r));
 	r->names = calloc(o->names.n + 1, sizeof(*r->names));
 	if (!r->rules.r || !r->names)
@@ -562,6 +611,15 @@ hs_egress_relay_start(struct hs_egress_relay **out, struct hsr_client *rc,
 	if (pipe2(r->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		snprintf(err, errlen, "cannot create a pipe: %s", strerror(errno));
 		goto fail;
+	}
+	/* A pipe as large as a frame, for splice(2); without one, recv and send. */
+	r->pipe_size = 64 * 1024;
+	if (pipe2(r->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		r->pipe[0] = r->pipe[1] = -1;
+	} else {
+		int sz = fcntl(r->pipe[1], F_SETPIPE_SZ, (int)sizeof(r->buf));
+		if (sz > 0)
+			r->pipe_size = (size_t)sz;
 	}
 	pthread_mutex_init(&r->mu, NULL);
 	struct hsr_egress_ops ops = { .ctx = r, .fn = on_frame };
@@ -586,6 +644,7 @@ fail:
 			close(r->wake[0]);
 			close(r->wake[1]);
 		}
+		pipe_close(r);
 		free(r);
 	}
 	return -1;
@@ -612,6 +671,7 @@ hs_egress_relay_stop(struct hs_egress_relay *r)
 	pthread_mutex_destroy(&r->mu);
 	close(r->wake[0]);
 	close(r->wake[1]);
+	pipe_close(r);
 	for (size_t i = 0; i < r->n_names; i++)
 		free(r->names[i]);
 	free(r->names);
