@@ -545,8 +545,10 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 			return rc;
 	}
 	snprintf(idle, sizeof(idle), "%lld", (long long)env->idle);
-	const char *argv[] = { env->st->host->runner_path, "--attach", "--start", "--dir", env->dir,
-	                       "--idle", idle, NULL };
+	/* Not isolated: the proxy hands the daemon's connection over to the
+	 * core, which then talks to the daemon without a process between. */
+	const char *argv[] = { env->st->host->runner_path, "--attach", "--start", "--handoff",
+	                       "--dir", env->dir, "--idle", idle, NULL };
 	/* Isolated: attach only, since a daemon started here would run on the host. */
 	const char *argv_iso[] = { env->st->host->runner_path, "--attach", "--dir", env->dir, NULL };
 	/* The daemon's own environment is minimal: commands get theirs per exec. */
