@@ -109,6 +109,41 @@ static int proxy(int sock)
 	}
 }
 
+/*
+ * --handoff: when stdout is a unix socket, the connected daemon socket goes
+ * to the caller (SCM_RIGHTS) with an empty KEY frame, and we leave the
+ * stream: every byte then moves between the caller and the daemon without
+ * this process.  What the caller wrote after the key is dropped with our
+ * end; it sends its handshake again on the connection it received
+ * (hs-runner(7)).  Returns 0 when handed off, -1 when stdout cannot take a
+ * descriptor (then the bytes are proxied as before).
+ */
+static int handoff(int sock)
+{
+	static const uint8_t f[5] = { 1, 0, 0, 0, HSR_F_KEY };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { .iov_base = (void *)f, .iov_len = sizeof(f) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &sock, sizeof(int));
+	do
+		n = sendmsg(1, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	/* Five bytes fit in any socket buffer: all or nothing. */
+	return n == (ssize_t)sizeof(f) ? 0 : -1;
+}
+
 /* Reads exactly n bytes (no more: what follows is the stream). */
 static int read_exact(int fd, uint8_t *p, size_t n)
 {
@@ -143,7 +178,7 @@ static int read_key(uint8_t key[HSR_KEY_LEN])
 	return 0;
 }
 
-int hsr_attach_main(const char *dir, int start, int idle_s)
+int hsr_attach_main(const char *dir, int start, int idle_s, int pass)
 {
 	static uint8_t key[HSR_KEY_LEN];
 	struct hsr_rundir rd;
@@ -189,7 +224,7 @@ int hsr_attach_main(const char *dir, int start, int idle_s)
 		lockfd = -1;
 	}
 	hsr_wipe(key, sizeof(key));
-	rc = proxy(sock);
+	rc = pass && handoff(sock) == 0 ? 0 : proxy(sock);
 	close(sock);
 out:
 	if (lockfd >= 0)

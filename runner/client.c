@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* hs-runner client: the core's side of one runner stream. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* splice */
+#define _GNU_SOURCE /* splice, dup3 */
 #endif
 #include "client.h"
 
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -321,6 +322,95 @@ static int send_key(struct hsr_client *c, const uint8_t key[HSR_KEY_LEN])
 	return rc;
 }
 
+/* Closes every descriptor an SCM_RIGHTS message carried; returns the first
+ * one's number (it is closed too unless keep), or -1 when none came. */
+static int take_fds(struct msghdr *mh, int keep)
+{
+	int first = -1;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; (i + 1) * sizeof(int) <= cm->cmsg_len - CMSG_LEN(0); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (first < 0 && keep)
+				first = fd;
+			else
+				close(fd);
+		}
+	}
+	return first;
+}
+
+/*
+ * The first bytes from an `hs-runner --attach --handoff` may be an empty KEY
+ * frame carrying the daemon's connection (hs-runner(7)): then that socket
+ * replaces the proxy's, and 1 is returned.  Otherwise the bytes read are the
+ * daemon's answer through the proxy; they go to the decoder, 0.  -1: error.
+ */
+static int take_handoff(struct hsr_client *c, char *err, size_t errlen)
+{
+	static const uint8_t hand[5] = { 1, 0, 0, 0, HSR_F_KEY };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} u;
+	uint8_t b[sizeof(hand)];
+	struct iovec iov = { .iov_base = b, .iov_len = sizeof(b) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	struct stat st;
+	int type = 0, dom = 0, fd;
+	socklen_t tl = sizeof(type), dl = sizeof(dom);
+	ssize_t n;
+
+	if (poll(&pfd, 1, HELLO_TIMEOUT_MS) == 0) {
+		set_err(err, errlen, "runner stream: no hello from the runner");
+		return -1;
+	}
+	do
+		n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == ENOTSOCK)
+		return 0; /* a pipe: read_frame() reads it */
+	if (n <= 0) {
+		set_err(err, errlen, "runner stream closed by the runner%s%s", n ? ": " : "",
+			n ? strerror(errno) : "");
+		return -1;
+	}
+	fd = take_fds(&mh, 1);
+	if (fd < 0 && !(mh.msg_flags & MSG_CTRUNC)) {
+		if (hsr_decoder_feed(&c->dec, b, (size_t)n) < 0) {
+			set_err(err, errlen, "runner stream: out of memory");
+			return -1;
+		}
+		return 0;
+	}
+	/* Only a stream socket of our own machine, sent with exactly the frame. */
+	if (fd < 0 || (mh.msg_flags & MSG_CTRUNC) || n != (ssize_t)sizeof(hand) ||
+	    memcmp(b, hand, sizeof(hand)) != 0 || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) < 0 || dom != AF_UNIX) {
+		if (fd >= 0)
+			close(fd);
+		set_err(err, errlen, "runner stream: the attach proxy handed over no usable "
+			"connection (is hs-runner the same version as hs?)");
+		return -1;
+	}
+	/* Blocking, like the proxy's socket was; same descriptor number. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (dup3(fd, c->fd, O_CLOEXEC) < 0) {
+		set_err(err, errlen, "runner stream: dup3: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 1;
+}
+
 int hsr_client_open(int fd, const uint8_t key[HSR_KEY_LEN], unsigned flags,
 		    struct hsr_client **out, char *err, size_t errlen)
 {
@@ -355,9 +445,26 @@ int hsr_client_open(int fd, const uint8_t key[HSR_KEY_LEN], unsigned flags,
 	{
 		struct hsr_msg ch = { .type = HSR_F_CHALLENGE, .data = nonce_c, .len = HSR_NONCE_LEN };
 
-		if (send_msg(c, &m) < 0 || send_msg(c, &ch) < 0) {
-			set_err(err, errlen, "runner stream: cannot send hello: %s", strerror(errno));
-			goto fail;
+		/* Handed the daemon's connection: the handshake again, on it.
+		 * The proxy may have left before our first hello reached it. */
+		for (int first = 1;; first = 0) {
+			int sent = send_msg(c, &m) == 0 && send_msg(c, &ch) == 0, e = errno, h;
+
+			if (!sent && (!first || !(flags & HSR_CLIENT_PROXY) ||
+				      (e != EPIPE && e != ECONNRESET))) {
+				set_err(err, errlen, "runner stream: cannot send hello: %s", strerror(e));
+				goto fail;
+			}
+			if (!(flags & HSR_CLIENT_PROXY) || !first)
+				break;
+			if ((h = take_handoff(c, err, errlen)) < 0)
+				goto fail;
+			if (!h && !sent) {
+				set_err(err, errlen, "runner stream: cannot send hello: %s", strerror(e));
+				goto fail;
+			}
+			if (!h)
+				break;
 		}
 	}
 	if (handshake_msg(c, &m, "hello", err, errlen) < 0)

@@ -14,7 +14,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: hs-runner --daemon [--dir DIR] [--idle SECONDS] [--foreground]\n"
-		"       hs-runner --attach [--dir DIR] [--start] [--idle SECONDS]\n"
+		"       hs-runner --attach [--dir DIR] [--start] [--handoff] [--idle SECONDS]\n"
 		"       hs-runner --stop [--dir DIR] [--grace MS]\n"
 		"       hs-runner --exec [--deadline-ms MS] [--grace-ms MS] -- ARGV...\n"
 		"\n"
@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		"  --deadline-ms MS with --exec: relative deadline (default: none)\n"
 		"  --grace-ms MS    with --exec: TERM-to-KILL time (default %d)\n"
 		"  --start          with --attach: start the daemon if none listens\n"
+		"  --handoff        with --attach: pass the daemon's connection to the\n"
+		"                   caller (stdout a unix socket) instead of proxying\n"
 		"  --dir DIR        runtime directory, created 0700 if missing (default:\n"
 		"                   $XDG_RUNTIME_DIR/hs-runner, else /tmp/hs-runner-UID)\n"
 		"  --idle SECONDS   exit after this long without streams or commands\n"
@@ -94,7 +96,7 @@ static int parse_idle(const char *s, int *out)
 int main(int argc, char **argv)
 {
 	enum { OPT_DAEMON = 256, OPT_ATTACH, OPT_STOP, OPT_START, OPT_DIR, OPT_IDLE, OPT_GRACE,
-	       OPT_FG, OPT_HELP, OPT_VERSION, OPT_EXEC, OPT_DEADLINE_MS, OPT_GRACE_MS };
+	       OPT_FG, OPT_HELP, OPT_VERSION, OPT_EXEC, OPT_DEADLINE_MS, OPT_GRACE_MS, OPT_HANDOFF };
 	static const struct option opts[] = {
 		{ "daemon", no_argument, NULL, OPT_DAEMON },
 		{ "attach", no_argument, NULL, OPT_ATTACH },
@@ -104,6 +106,7 @@ int main(int argc, char **argv)
 		{ "deadline-ms", required_argument, NULL, OPT_DEADLINE_MS },
 		{ "grace-ms", required_argument, NULL, OPT_GRACE_MS },
 		{ "start", no_argument, NULL, OPT_START },
+		{ "handoff", no_argument, NULL, OPT_HANDOFF },
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "idle", required_argument, NULL, OPT_IDLE },
 		{ "foreground", no_argument, NULL, OPT_FG },
@@ -111,7 +114,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	int mode = 0, start = 0, fg = 0, idle = HSR_DEFAULT_IDLE_S, opt;
+	int mode = 0, start = 0, handoff = 0, fg = 0, idle = HSR_DEFAULT_IDLE_S, opt;
 	int64_t grace = -1, deadline = 0;
 	char defdir[256];
 	const char *dir = NULL;
@@ -131,6 +134,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_START:
 			start = 1;
+			break;
+		case OPT_HANDOFF:
+			handoff = 1;
 			break;
 		case OPT_DIR:
 			dir = optarg;
@@ -186,7 +192,7 @@ int main(int argc, char **argv)
 		dir = defdir;
 	}
 	if (mode == OPT_ATTACH)
-		return hsr_attach_main(dir, start, idle);
+		return hsr_attach_main(dir, start, idle, handoff);
 	if (mode == OPT_STOP)
 		return hsr_stop_main(dir, grace);
 	{

@@ -185,7 +185,7 @@ int hsr_daemon_start(const struct hsr_daemon_opts *o, struct hsr_rundir *rd, int
 		     char *err, size_t errlen);
 
 /* attach.c */
-int hsr_attach_main(const char *dir, int start, int idle_s);
+int hsr_attach_main(const char *dir, int start, int idle_s, int handoff);
 /* stop.c: `--stop`.  grace_ms < 0 means each command's own grace. */
 int hsr_stop_main(const char *dir, int64_t grace_ms);
 

@@ -53,6 +53,8 @@ static const struct hs_config_key lo_keys[] = {
 	{ "isolation_nproc", HS_CONF_INT, "isolated mode: process limit (RLIMIT_NPROC, per user)" },
 	{ "isolation_data", HS_CONF_INT, "isolated mode: writable memory per process (RLIMIT_DATA)" },
 	{ "shell", HS_CONF_STRING, "the session shell (default: bash when present, else sh)" },
+	{ "runner_handoff", HS_CONF_BOOL,
+	  "not isolated: the core talks to the runner daemon directly (default true)" },
 	{ NULL, 0, NULL },
 };
 
@@ -545,8 +547,13 @@ lo_runner_stream(void *envp, int32_t *fd, char *err)
 			return rc;
 	}
 	snprintf(idle, sizeof(idle), "%lld", (long long)env->idle);
+	/* Not isolated: the proxy hands the daemon's connection over to the
+	 * core, which then talks to the daemon without a process between. */
+	int32_t direct = 1;
+	if (env->st->host->config_bool(env->st->host->ctx, "runner_handoff", &direct) != HS_OK)
+		direct = 1;
 	const char *argv[] = { env->st->host->runner_path, "--attach", "--start", "--dir", env->dir,
-	                       "--idle", idle, NULL };
+	                       "--idle", idle, direct ? "--handoff" : NULL, NULL };
 	/* Isolated: attach only, since a daemon started here would run on the host. */
 	const char *argv_iso[] = { env->st->host->runner_path, "--attach", "--dir", env->dir, NULL };
 	/* The daemon's own environment is minimal: commands get theirs per exec. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -344,6 +345,79 @@ static void test_errors(void **state)
 	assert_int_equal(hsr_client_cancel(f->c, 77), 0);
 	assert_int_equal(hsr_test_collect(f->c, &t, 1, 5000), 0);
 	hsr_test_cmd_free(&t);
+}
+
+static int count_fds(void)
+{
+	char p[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		n += access(p, F_OK) == 0;
+	}
+	return n;
+}
+
+/* A fake `--attach --handoff` answers the key with bytes and a descriptor
+ * (SCM_RIGHTS) on our stream; the client must refuse and close it. */
+static void handoff_fake(const uint8_t *bytes, size_t len, int pass, const char *want)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { .iov_base = (void *)bytes, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	struct hsr_client *c = NULL;
+	char err[256] = "";
+	uint8_t key[5 + HSR_KEY_LEN];
+	int sv[2], before = count_fds();
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(&u, 0, sizeof(u));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+	/* Everything the client sends first fits in the socket buffer. */
+	assert_int_equal(sendmsg(sv[1], &mh, 0), (ssize_t)len);
+	assert_int_equal(hsr_client_open(sv[0], hsr_test_key, HSR_CLIENT_PROXY, &c, err, sizeof(err)), -1);
+	assert_null(c);
+	if (!strstr(err, want))
+		fail_msg("error '%s' lacks '%s'", err, want);
+	/* The key went first, as to any proxy. */
+	assert_int_equal(read(sv[1], key, sizeof(key)), (ssize_t)sizeof(key));
+	assert_int_equal(key[4], HSR_F_KEY);
+	close(sv[1]);
+	assert_int_equal(count_fds(), before);
+}
+
+static void test_handoff_refused(void **state)
+{
+	static const uint8_t hand[5] = { 1, 0, 0, 0, HSR_F_KEY };
+	static const uint8_t other[5] = { 1, 0, 0, 0, HSR_F_HELLO };
+	int p[2], sv[2];
+
+	(void)state;
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	/* The right frame with a pipe, not a socket. */
+	handoff_fake(hand, sizeof(hand), p[0], "no usable connection");
+	/* A datagram socket. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+	handoff_fake(hand, sizeof(hand), sv[0], "no usable connection");
+	close(sv[0]);
+	close(sv[1]);
+	/* A stream socket with other bytes than the empty KEY frame. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	handoff_fake(other, sizeof(other), sv[0], "no usable connection");
+	close(sv[0]);
+	close(sv[1]);
+	close(p[0]);
+	close(p[1]);
 }
 
 static char *expected_lines(const char *name, int n)
@@ -684,6 +758,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_flow_control, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, hsr_test_setup, hsr_test_teardown),
 		cmocka_unit_test_setup_teardown(test_files, hsr_test_setup, hsr_test_teardown),
+		cmocka_unit_test(test_handoff_refused),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
