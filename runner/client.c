@@ -61,21 +61,24 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Writes all of p; uses MSG_NOSIGNAL on sockets so a vanished runner is an
- * EPIPE error rather than a signal, whatever the caller's SIGPIPE setting. */
-static int write_all(struct hsr_client *c, const uint8_t *p, size_t n)
+/* Writes all of the nv buffers of v (which it consumes); uses MSG_NOSIGNAL
+ * on sockets so a vanished runner is an EPIPE error rather than a signal,
+ * whatever the caller's SIGPIPE setting. */
+static int write_iov(struct hsr_client *c, struct iovec *v, int nv)
 {
-	while (n) {
+	while (nv) {
 		ssize_t w;
 
 		if (!c->not_socket) {
-			w = send(c->fd, p, n, MSG_NOSIGNAL);
+			struct msghdr mh = { .msg_iov = v, .msg_iovlen = (size_t)nv };
+
+			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 			if (w < 0 && errno == ENOTSOCK) {
 				c->not_socket = 1;
 				continue;
 			}
 		} else {
-			w = write(c->fd, p, n);
+			w = writev(c->fd, v, nv);
 		}
 		if (w < 0) {
 			if (errno == EINTR)
@@ -88,10 +91,25 @@ static int write_all(struct hsr_client *c, const uint8_t *p, size_t n)
 			}
 			return -1;
 		}
-		p += w;
-		n -= (size_t)w;
+		while (nv && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++;
+			nv--;
+		}
+		if (nv) {
+			v->iov_base = (uint8_t *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
 	}
 	return 0;
+}
+
+/* Writes all of p. */
+static int write_all(struct hsr_client *c, const uint8_t *p, size_t n)
+{
+	struct iovec v = { (void *)p, n };
+
+	return write_iov(c, &v, 1);
 }
 
 /* Sends the frame(s) built into c->out; the caller holds c->lock. */
@@ -1043,47 +1061,10 @@ int hsr_client_egress_listen(struct hsr_client *c, uint64_t token)
 static int write_head_data(struct hsr_client *c, const uint8_t *p, size_t n)
 {
 	struct iovec iov[2] = { { c->out.data, c->out.len }, { (void *)p, n } };
-	struct iovec *v = iov;
-	int nv = 2;
+	int rc = write_iov(c, iov, 2);
 
-	while (nv) {
-		ssize_t w;
-
-		if (!c->not_socket) {
-			struct msghdr mh = { .msg_iov = v, .msg_iovlen = (size_t)nv };
-
-			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-			if (w < 0 && errno == ENOTSOCK) {
-				c->not_socket = 1;
-				continue;
-			}
-		} else {
-			w = writev(c->fd, v, nv);
-		}
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
-
-				poll(&pfd, 1, -1);
-				continue;
-			}
-			c->out.len = 0;
-			return -1;
-		}
-		while (nv && (size_t)w >= v->iov_len) {
-			w -= (ssize_t)v->iov_len;
-			v++;
-			nv--;
-		}
-		if (nv) {
-			v->iov_base = (uint8_t *)v->iov_base + w;
-			v->iov_len -= (size_t)w;
-		}
-	}
 	c->out.len = 0;
-	return 0;
+	return rc;
 }
 
 /* Builds the head of an EGRESS_DATA frame of n bytes in c->out; 0, or -1
