@@ -160,6 +160,9 @@ hs_capture_json_result(yajl_gen g, const struct hs_exec_out *res, struct hs_capt
 		hs_json_kbool(g, "shell_restarted", 1);
 		hs_json_kstr(g, "shell_restarted_reason", res->restart_reason);
 	}
+	/* Part of its stdin was refused (judged like typed input): it was stopped. */
+	if (res->stdin_refused[0])
+		hs_json_kstr(g, "stdin_refused", res->stdin_refused);
 	/* Stopped while it waited for input: what it asked, as far as known. */
 	if (res->waiting_input) {
 		hs_json_kbool(g, "waiting_input", 1);

@@ -324,6 +324,23 @@ hs_conn_exec_direct(struct hs_conn *cn, const struct hs_exec_opts *o,
 	if (o->stdin_pipe && sink && sink->input && sink->input_fd >= 0 &&
 	    read_stdin(sink, &in, &in_len, err, errlen) < 0)
 		return -1;
+	/* The whole stdin is judged, in pieces as the runner path sends it, then
+	 * its end, before the command starts: refused, it does not run. */
+	if (o->stdin_gate && in) {
+		int ok = 1;
+		for (size_t at = 0; ok && at < in_len; at += 65536)
+			ok = o->stdin_gate(o->stdin_gate_ctx, in + at, in_len - at < 65536 ? in_len - at : 65536,
+			                   out->stdin_refused, sizeof(out->stdin_refused));
+		if (ok)
+			ok = o->stdin_gate(o->stdin_gate_ctx, NULL, 0, out->stdin_refused,
+			                   sizeof(out->stdin_refused));
+		if (!ok) {
+			free(in);
+			out->cancelled = 1;
+			out->exit_code = 128 + 15;
+			return 0;
+		}
+	}
 	if (o->n_secrets && sink)
 		for (int i = 1; i <= 2; i++)
 			if (hs_redactor_new(&d.red[i], (const char *const *)o->secrets, o->n_secrets) < 0) {

@@ -819,6 +819,17 @@ hs_conn_exec(struct hs_conn *cn, const struct hs_exec_opts *o, const struct hs_s
 			long n = sink->input(sink->ctx, buf, sizeof(buf));
 			if (n >= 0)
 				stdin_sent = 1;
+			/* Judged before it is sent: refused, the command stops instead. */
+			if (n >= 0 && o->stdin_gate &&
+			    !o->stdin_gate(o->stdin_gate_ctx, n ? buf : NULL, (size_t)n,
+			                   out->stdin_refused, sizeof(out->stdin_refused))) {
+				stdin_open = 0;
+				if (!cancel_sent) {
+					hsr_client_cancel(cn->rc, id);
+					cancel_sent = 1;
+				}
+				n = -1;
+			}
 			if (n > 0) {
 				if (hsr_client_stdin(cn->rc, id, buf, (size_t)n) < 0)
 					stdin_open = 0;

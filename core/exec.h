@@ -108,6 +108,12 @@ struct hs_exec_opts {
 	                              started from the session's state); 0: no terminal */
 	uint64_t keep_bytes;       /* the runner keeps the whole output to read back, within this
 	                              budget for the session (hs_conn_output_read); 0: not kept */
+	/* Optional: judges each piece of the command's stdin before it is sent,
+	 * and its end (buf NULL, n 0); returning 0 refuses it: nothing of that
+	 * piece is sent, the command is cancelled instead of reading on, and
+	 * hs_exec_out.stdin_refused says why (why, whylen). */
+	int (*stdin_gate)(void *ctx, const void *buf, size_t n, char *why, size_t whylen);
+	void *stdin_gate_ctx;
 };
 
 /* The default PTY window size. */
@@ -128,6 +134,7 @@ struct hs_exec_out {
 	int waiting_input;         /* it was waiting for input when it ended (see
 	                              hs_sink_ops.waiting); prompt says for what */
 	char prompt[256];
+	char stdin_refused[512];   /* non-empty: stdin_gate refused part of its stdin, why */
 	struct hs_job *job;        /* handed off (handoff_ms): the job it goes on as; the
 	                              other fields hold what was known then */
 };

@@ -270,6 +270,128 @@ run_guarded(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_e
 	return rc;
 }
 
+static struct hs_policy *session_policy(struct hs_session *s, struct hs_approval_out *out);
+static int session_gate_op(struct hs_session *s, struct hs_policy *pol, const char *command,
+                           const struct hs_analysis *judged, const char *kind, const char *job,
+                           struct hs_approval_out *out);
+
+/*
+ * A command's own stdin (serve's "stdin", hs run's forwarded stdin) is
+ * judged like typed input before each piece is sent: a shell or an
+ * interpreter may run it.  It may as well be data, so what the analysis
+ * cannot judge (binary bytes, long lines, editing keys: "opaque") does not
+ * count here; what it finds does, through the same approval as a command.
+ * Only the first HS_EXEC_STDIN_JUDGED bytes are judged; more than that for
+ * a command that names a shell or an interpreter needs approval.
+ */
+#define HS_EXEC_STDIN_JUDGED (1u << 20)
+
+struct exec_stdin {
+	struct hs_session *s;
+	struct hs_stdin_guard *g;
+	const char *command;
+	uint64_t judged;
+	int past; /* 1: what is past the judged part was decided (allowed) */
+};
+
+/* Whether command names a program that may run its stdin as code. */
+static int
+names_code_reader(const char *command)
+{
+	static const char *const readers[] = { "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "csh",
+		"tcsh", "fish", "busybox", "python", "pypy", "perl", "ruby", "node", "nodejs", "deno", "bun",
+		"php", "lua", "tclsh", "Rscript", "R", "psql", "mysql", "sqlite3", "xargs", "eval", "source",
+		".", "env", "sudo", "doas", "su", "ssh", "docker", "podman", "kubectl", "awk", "gawk",
+		"nsenter", "chroot", "unshare", "setsid", "nohup", "timeout", "exec", NULL };
+	const char *p = command;
+	while (*p) {
+		while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '.' || *p == '_'))
+			p++;
+		const char *w = p;
+		while (*p && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		              *p == '.' || *p == '_' || *p == '-' || *p == '+'))
+			p++;
+		size_t n = (size_t)(p - w);
+		for (int i = 0; n && readers[i]; i++) {
+			size_t rl = strlen(readers[i]);
+			/* python3, python3.11, perl5.36: a version after the name counts */
+			if (n >= rl && !strncmp(w, readers[i], rl) &&
+			    (n == rl || (w[rl] >= '0' && w[rl] <= '9')))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int
+exec_stdin_gate(void *ctx, const void *buf, size_t n, char *why, size_t whylen)
+{
+	struct exec_stdin *x = ctx;
+	struct hs_approval_out out = { .decision = NULL };
+	struct hs_policy *pol = session_policy(x->s, &out);
+	struct hs_analysis an;
+	if (!pol) {
+		snprintf(why, whylen, "%s", out.why);
+		return 0;
+	}
+	if (x->judged >= HS_EXEC_STDIN_JUDGED) {
+		if (x->past || !names_code_reader(x->command))
+			return 1;
+		memset(&an, 0, sizeof(an));
+		an.verdict = HS_VERDICT_ASK;
+		an.n_findings = 1;
+		snprintf(an.findings[0].rule_id, sizeof(an.findings[0].rule_id), "stdin.unjudged");
+		snprintf(an.findings[0].description, sizeof(an.findings[0].description),
+		         "more than %u MiB of stdin to a command that names a shell or an interpreter: "
+		         "the rest is not judged", HS_EXEC_STDIN_JUDGED >> 20);
+		char shown[160];
+		snprintf(shown, sizeof(shown), "(stdin of the command beyond %u MiB)", HS_EXEC_STDIN_JUDGED >> 20);
+		if (!session_gate_op(x->s, pol, shown, &an, "stdin", "exec", &out)) {
+			snprintf(why, whylen, "%s", out.why);
+			return 0;
+		}
+		x->past = 1;
+		return 1;
+	}
+	struct hs_gate gctx = session_gate(x->s, NULL, NULL, x->s->mode);
+	if (hs_stdin_analyse(x->g, pol, gctx.host ? HS_CONTEXT_HOST : HS_CONTEXT_SANDBOX, buf, n, &an) < 0) {
+		snprintf(why, whylen, "stdin could not be judged");
+		return 0;
+	}
+	/* Data is not code: drop what only says "cannot be analysed". */
+	size_t k = 0;
+	int hard = 0;
+	for (size_t i = 0; i < an.n_findings; i++) {
+		if (!strcmp(an.findings[i].rule_id, "opaque") || !strncmp(an.findings[i].rule_id, "stdin.", 6))
+			continue;
+		hard |= an.findings[i].hardline;
+		an.findings[k++] = an.findings[i];
+	}
+	an.n_findings = k;
+	an.opaque = 0;
+	an.verdict = hard ? HS_VERDICT_DENY : k ? HS_VERDICT_ASK : HS_VERDICT_ALLOW;
+	if (an.verdict != HS_VERDICT_ALLOW) {
+		char *shown = malloc(4 * n + 64);
+		if (!shown) {
+			snprintf(why, whylen, "out of memory");
+			return 0;
+		}
+		if (buf)
+			hs_stdin_shown(buf, n, shown, 4 * n + 64);
+		else
+			snprintf(shown, 4 * n + 64, "(end of the command's stdin)");
+		int ok = session_gate_op(x->s, pol, shown, &an, "stdin", "exec", &out);
+		free(shown);
+		if (!ok) {
+			snprintf(why, whylen, "%s", out.why);
+			return 0;
+		}
+	}
+	hs_stdin_guard_commit(x->g, buf, n);
+	x->judged += n;
+	return 1;
+}
+
 /* The approved command, foreground or as a job; an enum hs_outcome. */
 static int
 run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_envlist *env,
@@ -318,7 +440,18 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 		eo.sets = rq->sets;
 		eo.n_sets = rq->n_sets;
 	}
+	struct exec_stdin xs = { .s = s, .command = rq->command };
+	if (eo.stdin_pipe && !(xs.g = hs_stdin_guard_new())) {
+		hs_env_free(&base);
+		snprintf(res->why, sizeof(res->why), "out of memory");
+		return HS_OUTCOME_FAILED;
+	}
+	if (xs.g) {
+		eo.stdin_gate = exec_stdin_gate;
+		eo.stdin_gate_ctx = &xs;
+	}
 	int rc = run_guarded(s, rq, &eo, sink, res);
+	hs_stdin_guard_free(xs.g);
 	hs_env_free(&base);
 	/* Handed off, it has no exit yet: like a background job, none is audited. */
 	if (rc < 0 || !res->out.job)

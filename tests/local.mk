@@ -7,7 +7,7 @@ TESTS += tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/a
 	tests/core/screen.test tests/core/check-typed.test \
 	tests/core/screen-box.test tests/core/serve-stream.test tests/core/serve-output.test
 # PTY commands and jobs, resize and stdin writes (issue 24).
-TESTS += tests/core/pty.test tests/core/run-pty.test
+TESTS += tests/core/pty.test tests/core/run-pty.test tests/core/exec-stdin.test
 EXTRA_DIST += tests/core/pty.test tests/core/run-pty.test tests/ptycases.py
 EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tests/abi/rules.test tests/abi/example.test \
 	tests/abi/sdk-install.test \
@@ -15,7 +15,7 @@ EXTRA_DIST += tests/abi/fixture.c tests/abi/loader.test tests/abi/minor.test tes
 	tests/core/run-faults.test tests/core/install.test tests/core/spdx.test tests/hsserve.py \
 	tests/core/shell-jobs.test tests/core/noninteractive.test tests/core/waiting-input.test \
 	tests/core/screen.test tests/core/check-typed.test tests/core/screen-box.test \
-	tests/core/serve-stream.test tests/core/serve-output.test
+	tests/core/serve-stream.test tests/core/serve-output.test tests/core/exec-stdin.test
 # The ABI layout (every v1 field's offset, every struct's size) is pinned at
 # compile time: building tests/abi/layout fails on an accidental reorder.
 check_PROGRAMS += tests/abi/layout

@@ -278,6 +278,10 @@ run_exec(struct hs_session *s, struct hs_run_io *io)
 	}
 	if (io->rs.json)
 		run_json(s, &res, &io->rs);
+	if (res.out.stdin_refused[0]) {
+		hs_die_msg("stdin refused, the command was stopped: %s", res.out.stdin_refused);
+		return HS_EXIT_DENIED;
+	}
 	if (res.out.timed_out) {
 		/* A question is not a hang: say so, and what it asked (control
 		 * characters shown as '?', so the line is only text). */
