@@ -227,9 +227,17 @@ class Cases:
         self.write(job, "stty size\n")
         ok, out = self.wait_output(job, r"\b30 100\r?\n")
         check("after resize stty size is 30 100", ok, out)
-        self.write(job, "echo sleep-starts; sleep 100\n")
+        nap2 = 5000 + (os.getpid() * 11 + self.n) % 1999  # not another run's sleep
+        self.write(job, "echo sleep-starts; sleep %d\n" % nap2)
         ok, out = self.wait_output(job, r"sleep-starts\r?\n")
         check("sleep runs", ok, out)
+        # ^C only reaches sleep once it runs in the terminal's foreground.
+        end = time.time() + 30
+        while time.time() < end:
+            r = s.call(self.req("exec", command="pgrep -f '[s]leep %d( |$)' >/dev/null && echo up" % nap2))
+            if "up" in r.get("stdout", ""):
+                break
+            time.sleep(0.2)
         r = s.call(self.req("write_stdin", job=job, data_b64=base64.b64encode(b"\x03").decode()))
         check("write_stdin ^C (base64)", r.get("ok"), r)
         self.write(job, "echo after-$?\n")
