@@ -27,6 +27,8 @@ CLEANFILES += tests/fuzz/fuzz-egress
 TESTS += tests/egress/refusals.test
 EXTRA_DIST += tests/egress/refusals.test tests/fuzz/corpus/egress
 
-# Enforcement by construction on hs run --isolate and docker, on loopback test servers.
-TESTS += tests/egress/isolate.test tests/egress/docker.test tests/egress/background.test
-EXTRA_DIST += tests/egress/isolate.test tests/egress/docker.test tests/egress/background.test tests/egress/lib.sh
+# Enforcement by construction on hs run --isolate, docker and singularity, on loopback test servers.
+TESTS += tests/egress/isolate.test tests/egress/docker.test tests/egress/background.test \
+	tests/egress/singularity.test
+EXTRA_DIST += tests/egress/isolate.test tests/egress/docker.test tests/egress/background.test tests/egress/lib.sh \
+	tests/egress/singularity.test

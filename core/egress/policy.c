@@ -44,8 +44,8 @@ static const struct {
 	                "then admits on every port and protocol, and never re-resolved; no "
 	                "per-connection filter or audit; wildcards refused", 1 },
 	{ "docker", 0, NULL, NULL, 0 }, /* network "none" and the runner inside the container */
-	{ "singularity", 0, "the singularity backend does not start the egress endpoint yet; use "
-	                    "--network none", NULL, 0 },
+	/* instance start --net --network none, the runner inside the instance */
+	{ "singularity", 0, NULL, NULL, 0 },
 };
 
 int
