@@ -291,7 +291,8 @@ struct exec_stdin {
 	struct hs_stdin_guard *g;
 	const char *command;
 	uint64_t judged;
-	int past; /* 1: what is past the judged part was decided (allowed) */
+	int past;     /* 1: what is past the judged part was decided (allowed) */
+	int terminal; /* it goes to a terminal (pty): typed input, edited as typed */
 };
 
 /* Whether command names a program that may run its stdin as code. */
@@ -358,18 +359,21 @@ exec_stdin_gate(void *ctx, const void *buf, size_t n, char *why, size_t whylen)
 		snprintf(why, whylen, "stdin could not be judged");
 		return 0;
 	}
-	/* Data is not code: drop what only says "cannot be analysed". */
+	/* Data is not code: drop what only says "cannot be analysed".  On a
+	 * terminal it is typed input, judged as write_stdin judges it. */
 	size_t k = 0;
 	int hard = 0;
-	for (size_t i = 0; i < an.n_findings; i++) {
+	for (size_t i = 0; !x->terminal && i < an.n_findings; i++) {
 		if (!strcmp(an.findings[i].rule_id, "opaque") || !strncmp(an.findings[i].rule_id, "stdin.", 6))
 			continue;
 		hard |= an.findings[i].hardline;
 		an.findings[k++] = an.findings[i];
 	}
-	an.n_findings = k;
-	an.opaque = 0;
-	an.verdict = hard ? HS_VERDICT_DENY : k ? HS_VERDICT_ASK : HS_VERDICT_ALLOW;
+	if (!x->terminal) {
+		an.n_findings = k;
+		an.opaque = 0;
+		an.verdict = hard ? HS_VERDICT_DENY : k ? HS_VERDICT_ASK : HS_VERDICT_ALLOW;
+	}
 	if (an.verdict != HS_VERDICT_ALLOW) {
 		char *shown = malloc(4 * n + 64);
 		if (!shown) {
@@ -440,7 +444,7 @@ run_approved(struct hs_session *s, const struct hs_cmd_req *rq, const struct hs_
 		eo.sets = rq->sets;
 		eo.n_sets = rq->n_sets;
 	}
-	struct exec_stdin xs = { .s = s, .command = rq->command };
+	struct exec_stdin xs = { .s = s, .command = rq->command, .terminal = rq->pty_rows != 0 };
 	if (eo.stdin_pipe && !(xs.g = hs_stdin_guard_new())) {
 		hs_env_free(&base);
 		snprintf(res->why, sizeof(res->why), "out of memory");
